@@ -1,0 +1,77 @@
+// Error tiers (STYLE.md 12).
+//
+//  * Bugs: DPLACE_CHECK(cond) << "message" is always on; DPLACE_DCHECK only in debug builds.
+//    A failed check prints file:line and the message to stderr and aborts.
+//  * Bad input or configuration: dplace::Error and its subclasses. The message is one line that
+//    names the file (or source), the op or field, and what is wrong. Thrown by readers, builders and
+//    option validation; caught only at the boundaries (the CLI turns it into exit status 2).
+//
+// Thread safety: all functions are thread-safe.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace dplace {
+
+// Base of every bad-input error. what() is the complete one-line message.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// A file could not be read or does not follow its format (JSON syntax, missing field, bad value).
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A graph is structurally invalid (cycle, unknown input, duplicate op, bad colocation).
+class GraphError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A cluster, placement or option is invalid for the graph it is used with.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace internal {
+
+// Streams the message of a failed check, then aborts in its destructor.
+class CheckFailure {
+ public:
+  CheckFailure(const char* file, int line, const char* condition);
+  [[noreturn]] ~CheckFailure();
+  template <typename T>
+  CheckFailure& operator<<(const T& value) {
+    stream_ << value;
+    return *this;
+  }
+
+ private:
+  std::ostringstream stream_;
+};
+
+// Lets `DPLACE_CHECK(c) << x` compile as a statement with a void type on both branches.
+struct Voidify {
+  void operator&(const CheckFailure&) {}
+};
+
+}  // namespace internal
+}  // namespace dplace
+
+#define DPLACE_CHECK(condition)                   \
+  (condition) ? (void)0                           \
+              : ::dplace::internal::Voidify() &   \
+                    ::dplace::internal::CheckFailure(__FILE__, __LINE__, #condition)
+
+#ifdef NDEBUG
+#define DPLACE_DCHECK(condition) \
+  while (false) DPLACE_CHECK(condition)
+#else
+#define DPLACE_DCHECK(condition) DPLACE_CHECK(condition)
+#endif

@@ -1,0 +1,151 @@
+#include "dplace/core/json.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "dplace/core/error.h"
+
+namespace dplace {
+
+JsonContext JsonContext::at(std::string where_inner) const {
+  JsonContext inner{source, where.empty() ? where_inner : where + ": " + where_inner};
+  return inner;
+}
+
+void JsonContext::fail(std::string_view field, std::string_view problem) const {
+  std::string message = source + ": ";
+  if (!where.empty()) message += where + ": ";
+  message += fmt::format("field '{}': {}", field, problem);
+  throw FormatError(message);
+}
+
+void JsonContext::fail(std::string_view problem) const {
+  std::string message = source + ": ";
+  if (!where.empty()) message += where + ": ";
+  message += problem;
+  throw FormatError(message);
+}
+
+Json parse_json_text(std::string_view text, const std::string& source) {
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const Json::parse_error& e) {
+    // nlohmann's message already carries the byte offset; keep it on one line.
+    std::string what = e.what();
+    for (char& c : what) {
+      if (c == '\n') c = ' ';
+    }
+    const bool truncated = e.byte >= text.size();
+    throw FormatError(fmt::format("{}: {} at byte {}: {}", source,
+                                  truncated ? "truncated JSON" : "invalid JSON", e.byte, what));
+  }
+}
+
+Json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FormatError(fmt::format("{}: cannot open file", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw FormatError(fmt::format("{}: cannot read file", path));
+  const std::string text = buffer.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw FormatError(fmt::format("{}: file is empty", path));
+  }
+  return parse_json_text(text, path);
+}
+
+void require_object(const Json& value, const JsonContext& ctx) {
+  if (!value.is_object()) ctx.fail("expected a JSON object");
+}
+
+bool has_field(const Json& obj, std::string_view field) {
+  auto it = obj.find(field);
+  return it != obj.end() && !it->is_null();
+}
+
+namespace {
+
+const Json& require_field(const Json& obj, std::string_view field, const JsonContext& ctx) {
+  auto it = obj.find(field);
+  if (it == obj.end() || it->is_null()) ctx.fail(field, "missing");
+  return *it;
+}
+
+double number_value(const Json& value, std::string_view field, const JsonContext& ctx) {
+  if (!value.is_number()) ctx.fail(field, "expected a number");
+  const double x = value.get<double>();
+  if (!std::isfinite(x)) ctx.fail(field, "expected a finite number");
+  return x;
+}
+
+double nonnegative_value(const Json& value, std::string_view field, const JsonContext& ctx) {
+  const double x = number_value(value, field, ctx);
+  if (x < 0) ctx.fail(field, fmt::format("must be non-negative, got {}", x));
+  return x;
+}
+
+}  // namespace
+
+std::string get_string(const Json& obj, std::string_view field, const JsonContext& ctx) {
+  const Json& value = require_field(obj, field, ctx);
+  if (!value.is_string()) ctx.fail(field, "expected a string");
+  return value.get<std::string>();
+}
+
+std::string get_string_or(const Json& obj, std::string_view field, const JsonContext& ctx,
+                          std::string fallback) {
+  if (!has_field(obj, field)) return fallback;
+  return get_string(obj, field, ctx);
+}
+
+double get_number(const Json& obj, std::string_view field, const JsonContext& ctx) {
+  return number_value(require_field(obj, field, ctx), field, ctx);
+}
+
+double get_nonnegative(const Json& obj, std::string_view field, const JsonContext& ctx) {
+  return nonnegative_value(require_field(obj, field, ctx), field, ctx);
+}
+
+double get_nonnegative_or(const Json& obj, std::string_view field, const JsonContext& ctx,
+                          double fallback) {
+  if (!has_field(obj, field)) return fallback;
+  return get_nonnegative(obj, field, ctx);
+}
+
+double get_positive(const Json& obj, std::string_view field, const JsonContext& ctx) {
+  const double x = get_number(obj, field, ctx);
+  if (!(x > 0)) ctx.fail(field, fmt::format("must be positive, got {}", x));
+  return x;
+}
+
+int64_t as_bytes(const Json& value, std::string_view field, const JsonContext& ctx) {
+  const double x = nonnegative_value(value, field, ctx);
+  if (x > 9.0e18) ctx.fail(field, fmt::format("byte count {} is too large", x));
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return static_cast<int64_t>(std::llround(x));
+}
+
+int64_t get_bytes(const Json& obj, std::string_view field, const JsonContext& ctx) {
+  return as_bytes(require_field(obj, field, ctx), field, ctx);
+}
+
+int64_t get_bytes_or(const Json& obj, std::string_view field, const JsonContext& ctx,
+                     int64_t fallback) {
+  if (!has_field(obj, field)) return fallback;
+  return get_bytes(obj, field, ctx);
+}
+
+bool get_bool_or(const Json& obj, std::string_view field, const JsonContext& ctx, bool fallback) {
+  if (!has_field(obj, field)) return fallback;
+  const Json& value = obj.at(std::string(field));
+  if (value.is_boolean()) return value.get<bool>();
+  if (value.is_number_integer() && (value.get<int64_t>() == 0 || value.get<int64_t>() == 1)) {
+    return value.get<int64_t>() == 1;
+  }
+  ctx.fail(field, "expected true or false");
+}
+
+}  // namespace dplace

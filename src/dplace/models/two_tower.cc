@@ -1,0 +1,59 @@
+// two_tower: input -> two independent stacks of `layers` dense layers -> concat -> head.
+// Forward only (or forward + backward + update with training) at a size that runs in microseconds
+// of simulation; used by the demo and CLI tests until larger models are chosen.
+#include <fmt/format.h>
+
+#include "dplace/core/error.h"
+#include "dplace/models/builtin_models.h"
+
+namespace dplace {
+namespace {
+
+Graph build_two_tower(const ModelOptions& options) {
+  const int batch = options.batch.value_or(64);
+  const int hidden = options.hidden.value_or(4096);
+  const int layers = options.layers.value_or(4);
+  if (batch <= 0 || hidden <= 0 || layers <= 0) {
+    throw ConfigError("model 'two_tower': --batch, --hidden and --layers must be positive");
+  }
+  GraphBuilder b("two_tower", "model two_tower");
+  const int64_t act_bytes = int64_t{4} * batch * hidden;
+  const int64_t w_bytes = int64_t{4} * hidden * hidden;
+  const double mm_flops = 2.0 * batch * hidden * hidden;
+  const OpId input = b.add_op({.name = "input", .type = "Input", .output_bytes = {act_bytes}});
+  OpId tops[2];
+  for (int t = 0; t < 2; ++t) {
+    OpId prev = input;
+    for (int l = 0; l < layers; ++l) {
+      const std::string base = fmt::format("tower{}/layer{}", t, l);
+      const OpId mm = b.add_op({.name = base + "/matmul", .type = "MatMul",
+                                .inputs = {{prev, 0}}, .output_bytes = {act_bytes},
+                                .flops = mm_flops, .param_bytes = w_bytes,
+                                .colocate = options.inference ? "" : base,
+                                .phase = Phase::kForward});
+      prev = b.add_op({.name = base + "/relu", .type = "Relu", .inputs = {{mm, 0}},
+                       .output_bytes = {act_bytes}, .flops = double(batch) * hidden,
+                       .colocate = options.inference ? "" : base, .phase = Phase::kForward});
+    }
+    tops[t] = prev;
+  }
+  const OpId concat = b.add_op({.name = "head/concat", .type = "Concat",
+                                .inputs = {{tops[0], 0}, {tops[1], 0}},
+                                .output_bytes = {2 * act_bytes}, .phase = Phase::kForward});
+  b.add_op({.name = "head/matmul", .type = "MatMul", .inputs = {{concat, 0}},
+            .output_bytes = {int64_t{4} * batch * 1000}, .flops = 2.0 * batch * 2 * hidden * 1000,
+            .param_bytes = int64_t{4} * 2 * hidden * 1000, .phase = Phase::kForward});
+  return std::move(b).build();
+}
+
+}  // namespace
+
+ModelEntry two_tower_model() {
+  ModelEntry e;
+  e.name = "two_tower";
+  e.description = "two independent dense towers joined by a head (batch 64, hidden 4096, 4 layers)";
+  e.build = build_two_tower;
+  return e;
+}
+
+}  // namespace dplace

@@ -1,0 +1,90 @@
+// Baseline placers: everything on one device, and the expert placement.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "dplace/core/error.h"
+#include "dplace/placers/builtin.h"
+
+namespace dplace {
+namespace {
+
+// Places every op on one device. Ops that may not run there (e.g. a CPU-only op when the target
+// is a GPU) go to the first device they allow, together with their colocation group.
+class SingleDevicePlacer final : public Placer {
+ public:
+  enum class Target { kFirstCpu, kFirstGpu, kNamed };
+  SingleDevicePlacer(Target target, std::string device_name)
+      : target_(target), device_name_(std::move(device_name)) {}
+
+ private:
+  DeviceId resolve(const Cluster& cluster) const {
+    if (target_ == Target::kNamed) {
+      if (auto d = cluster.find_device(device_name_)) return *d;
+      throw ConfigError(fmt::format("placer 'single:{}': cluster '{}' has no device '{}'",
+                                    device_name_, cluster.name(), device_name_));
+    }
+    const DeviceKind kind = target_ == Target::kFirstCpu ? DeviceKind::kCpu : DeviceKind::kGpu;
+    std::vector<DeviceId> ds = cluster.devices_of_kind(kind);
+    if (ds.empty() && kind == DeviceKind::kGpu) ds = cluster.devices_of_kind(DeviceKind::kAccel);
+    if (ds.empty()) {
+      throw ConfigError(fmt::format("placer 'single-{}': cluster '{}' has no {} device",
+                                    device_kind_name(kind), cluster.name(),
+                                    device_kind_name(kind)));
+    }
+    return ds.front();
+  }
+
+  PlaceResult place_impl(const PlaceRequest& request) override {
+    const Graph& graph = *request.graph;
+    const DeviceId target = resolve(*request.cluster);
+    std::vector<DeviceId> device_of_group(graph.num_groups());
+    for (size_t g = 0; g < graph.num_groups(); ++g) {
+      const std::vector<DeviceId>& allowed = request.costs->group_devices(GroupId::from_index(g));
+      const bool ok = std::find(allowed.begin(), allowed.end(), target) != allowed.end();
+      device_of_group[g] = ok ? target : allowed.front();
+    }
+    PlaceResult result;
+    result.placement = placement_from_groups(graph, device_of_group);
+    return result;
+  }
+
+  Target target_;
+  std::string device_name_;
+};
+
+class ExpertPlacer final : public Placer {
+  PlaceResult place_impl(const PlaceRequest& request) override {
+    if (!request.expert) {
+      throw ConfigError(fmt::format(
+          "placer 'expert': graph '{}' has no expert placement; pass one with --placement FILE",
+          request.graph->name()));
+    }
+    PlaceResult result;
+    result.placement = *request.expert;
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Placer> make_single_device_placer(const std::string& device_name) {
+  return std::make_unique<SingleDevicePlacer>(SingleDevicePlacer::Target::kNamed, device_name);
+}
+
+void register_baseline_placers() {
+  register_placer({"single-cpu", "every op on the first CPU (ops it cannot run go to an allowed device)",
+                   false, true, [] {
+                     return std::make_unique<SingleDevicePlacer>(
+                         SingleDevicePlacer::Target::kFirstCpu, "");
+                   }});
+  register_placer({"single-gpu", "every op on the first GPU (ops it cannot run go to an allowed device)",
+                   false, true, [] {
+                     return std::make_unique<SingleDevicePlacer>(
+                         SingleDevicePlacer::Target::kFirstGpu, "");
+                   }});
+  register_placer({"expert", "the model's hand-crafted placement, or --placement FILE", false,
+                   true, [] { return std::make_unique<ExpertPlacer>(); }});
+}
+
+}  // namespace dplace

@@ -1,0 +1,19 @@
+// Registration hooks of the built-in placers. register_builtin_placers() calls one hook per
+// sub-directory; a new family of placers adds its hook here and in builtin.cc.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "dplace/placers/placer.h"
+
+namespace dplace {
+
+void register_builtin_placers();
+
+// baseline/: single-cpu, single-gpu, single:<device>, expert.
+void register_baseline_placers();
+// Every op on the named device; the device is resolved (and checked) at place() time.
+std::unique_ptr<Placer> make_single_device_placer(const std::string& device_name);
+
+}  // namespace dplace

@@ -1,0 +1,75 @@
+#include "dplace/placers/placer.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "dplace/core/error.h"
+#include "dplace/placers/builtin.h"
+
+namespace dplace {
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::map<std::string, PlacerInfo>& registry() {
+  static std::map<std::string, PlacerInfo> r;
+  return r;
+}
+
+void ensure_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_builtin_placers(); });
+}
+
+}  // namespace
+
+PlaceResult Placer::place(const PlaceRequest& request) {
+  DPLACE_CHECK(request.graph && request.cluster && request.costs && request.simulator)
+      << "PlaceRequest is missing graph, cluster, costs or simulator";
+  DPLACE_CHECK(request.costs->num_ops() == request.graph->num_ops());
+  DPLACE_CHECK(request.costs->num_devices() == request.cluster->num_devices());
+  if (request.budget_seconds <= 0) {
+    throw ConfigError(fmt::format("--budget-seconds must be positive, got {}",
+                                  request.budget_seconds));
+  }
+  PlaceResult result = place_impl(request);
+  const std::string problem =
+      placement_problem(*request.graph, *request.cluster, *request.costs, result.placement);
+  DPLACE_CHECK(problem.empty()) << "placer returned an invalid placement: " << problem;
+  return result;
+}
+
+void register_placer(PlacerInfo info) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  const std::string name = info.name;
+  registry()[name] = std::move(info);
+}
+
+std::vector<PlacerInfo> list_placers() {
+  ensure_builtins();
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  std::vector<PlacerInfo> out;
+  for (const auto& [name, info] : registry()) out.push_back(info);
+  return out;
+}
+
+std::unique_ptr<Placer> make_placer(const std::string& name) {
+  ensure_builtins();
+  if (name.rfind("single:", 0) == 0) return make_single_device_placer(name.substr(7));
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string known;
+    for (const auto& [n, info] : registry()) known += (known.empty() ? "" : ", ") + n;
+    throw ConfigError(
+        fmt::format("unknown placer '{}' (known: {}, single:<device>)", name, known));
+  }
+  return it->second.factory();
+}
+
+}  // namespace dplace

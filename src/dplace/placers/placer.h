@@ -1,0 +1,80 @@
+// The Placer interface and registry (STYLE.md 3-4).
+//
+// A placer maps a graph onto a cluster. Callers use the non-virtual place(), which checks the
+// request, calls the private place_impl(), then checks that the returned placement is valid
+// (every op assigned, allowed devices, colocation, links) with DPLACE_CHECK: an invalid result is
+// a bug in the placer. Whether the placement fits in memory is a property of the result, judged by
+// the simulator; a memory-aware placer that found nothing feasible says why in
+// PlaceResult::infeasible_reason.
+//
+// Registry: make_placer(name) builds a fresh placer by name; register_builtin_placers() runs once
+// on first use and adds every placer of this module (each sub-directory has a register_* hook).
+//
+// Thread safety: a Placer object is used by one thread at a time; the registry is thread-safe to
+// read after first use.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/ir/graph.h"
+#include "dplace/sim/placement.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace {
+
+struct PlaceRequest {
+  const Graph* graph = nullptr;          // REQUIRES: non-null
+  const Cluster* cluster = nullptr;      // REQUIRES: non-null
+  const CostTable* costs = nullptr;      // REQUIRES: non-null, built from graph and cluster
+  const Simulator* simulator = nullptr;  // REQUIRES: non-null, built from the three above
+  uint64_t seed = 1;                     // Default: 1. Randomised placers are deterministic per seed.
+  double budget_seconds = 60;            // Default: 60. Wall-clock cap for search placers.
+  bool progress = false;                 // Default: false. Progress lines on stderr.
+  // The model's hand-crafted placement (model zoo) or one read with --placement; may be absent.
+  std::optional<Placement> expert;
+  // Placer-specific options as key=value strings (e.g. "groups" -> "256"); unknown keys are an
+  // error reported by the placer that receives them.
+  std::map<std::string, std::string> params;
+};
+
+struct PlaceResult {
+  Placement placement;
+  int64_t evaluations = 0;          // simulations the placer ran
+  std::string infeasible_reason;    // empty unless the placer knows no feasible placement exists
+  std::string note;                 // optional one-line remark for the user
+};
+
+class Placer {
+ public:
+  virtual ~Placer() = default;
+  // Runs the placer. Throws ConfigError for a bad request (e.g. no expert placement for `expert`).
+  PlaceResult place(const PlaceRequest& request);
+
+ private:
+  virtual PlaceResult place_impl(const PlaceRequest& request) = 0;
+};
+
+struct PlacerInfo {
+  std::string name;
+  std::string description;  // one line
+  bool randomised = false;  // takes --seed
+  bool in_default_compare = true;  // part of `dplace compare` without --placers
+  std::function<std::unique_ptr<Placer>()> factory;
+};
+
+void register_placer(PlacerInfo info);
+// All registered placers, sorted by name.
+std::vector<PlacerInfo> list_placers();
+// Throws ConfigError listing the known names when `name` is unknown. Names of the form
+// "single:<device>" build a single-device placer for that device.
+std::unique_ptr<Placer> make_placer(const std::string& name);
+
+}  // namespace dplace
