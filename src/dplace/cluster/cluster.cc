@@ -1,1 +1,132 @@
-// TODO(owner): not written yet.
+#include "dplace/cluster/cluster.h"
+
+#include <cmath>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "dplace/core/error.h"
+
+namespace dplace {
+
+std::string_view device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kGpu:
+      return "gpu";
+    case DeviceKind::kAccel:
+      return "accel";
+  }
+  return "?";
+}
+
+std::optional<DeviceKind> parse_device_kind(std::string_view word) {
+  if (word == "cpu") return DeviceKind::kCpu;
+  if (word == "gpu") return DeviceKind::kGpu;
+  if (word == "accel") return DeviceKind::kAccel;
+  return std::nullopt;
+}
+
+double Device::efficiency_for(std::string_view op_type) const {
+  const double* fallback = nullptr;
+  for (const auto& [type, eff] : efficiency) {
+    if (type == op_type) return eff;
+    if (type == "default") fallback = &eff;
+  }
+  return fallback ? *fallback : 1.0;
+}
+
+namespace {
+
+bool positive_finite(double x) { return std::isfinite(x) && x > 0; }
+
+void check_link(const Link& link, const std::string& origin, const std::string& what) {
+  if (!positive_finite(link.bandwidth_bytes_per_s)) {
+    throw ConfigError(fmt::format("{}: {}: field 'bandwidth_bytes_per_s': must be positive, got {}",
+                                  origin, what, link.bandwidth_bytes_per_s));
+  }
+  if (!std::isfinite(link.latency_s) || link.latency_s < 0) {
+    throw ConfigError(fmt::format("{}: {}: field 'latency_s': must be non-negative, got {}", origin,
+                                  what, link.latency_s));
+  }
+}
+
+}  // namespace
+
+Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(spec)) {
+  const size_t n = spec_.devices.size();
+  if (n == 0) throw ConfigError(fmt::format("{}: field 'devices': cluster has no devices", origin));
+  std::unordered_set<std::string> names;
+  for (const Device& d : spec_.devices) {
+    const std::string what = fmt::format("device '{}'", d.name);
+    if (d.name.empty()) throw ConfigError(fmt::format("{}: a device has an empty name", origin));
+    if (!names.insert(d.name).second) {
+      throw ConfigError(fmt::format("{}: {}: duplicate device name", origin, what));
+    }
+    auto require_positive = [&](double x, const char* field) {
+      if (!positive_finite(x)) {
+        throw ConfigError(
+            fmt::format("{}: {}: field '{}': must be positive, got {}", origin, what, field, x));
+      }
+    };
+    require_positive(d.peak_flops, "peak_flops");
+    require_positive(d.mem_bandwidth_bytes_per_s, "mem_bandwidth_bytes_per_s");
+    require_positive(static_cast<double>(d.memory_bytes), "memory_bytes");
+    if (!std::isfinite(d.op_overhead_s) || d.op_overhead_s < 0) {
+      throw ConfigError(fmt::format("{}: {}: field 'op_overhead_s': must be non-negative, got {}",
+                                    origin, what, d.op_overhead_s));
+    }
+    for (const auto& [type, eff] : d.efficiency) {
+      if (!(eff > 0 && eff <= 1)) {
+        throw ConfigError(fmt::format("{}: {}: field 'efficiency.{}': must be in (0, 1], got {}",
+                                      origin, what, type, eff));
+      }
+    }
+  }
+
+  links_.assign(n * n, Link{});
+  has_link_.assign(n * n, 0);
+  if (spec_.default_link) {
+    check_link(*spec_.default_link, origin, "default_link");
+    for (size_t a = 0; a < n; ++a) {
+      for (size_t b = 0; b < n; ++b) {
+        if (a == b) continue;
+        links_[a * n + b] = *spec_.default_link;
+        has_link_[a * n + b] = 1;
+      }
+    }
+  }
+  for (const LinkSpec& l : spec_.links) {
+    const std::string what = fmt::format("link '{}' -> '{}'", l.from, l.to);
+    auto from = find_device(l.from);
+    auto to = find_device(l.to);
+    if (!from) throw ConfigError(fmt::format("{}: {}: unknown device '{}'", origin, what, l.from));
+    if (!to) throw ConfigError(fmt::format("{}: {}: unknown device '{}'", origin, what, l.to));
+    if (*from == *to) throw ConfigError(fmt::format("{}: {}: joins a device to itself", origin, what));
+    check_link(l.link, origin, what);
+    links_[from->value() * n + to->value()] = l.link;
+    has_link_[from->value() * n + to->value()] = 1;
+    if (!l.directed) {
+      links_[to->value() * n + from->value()] = l.link;
+      has_link_[to->value() * n + from->value()] = 1;
+    }
+  }
+}
+
+std::optional<DeviceId> Cluster::find_device(std::string_view name) const {
+  for (size_t i = 0; i < spec_.devices.size(); ++i) {
+    if (spec_.devices[i].name == name) return DeviceId::from_index(i);
+  }
+  return std::nullopt;
+}
+
+std::vector<DeviceId> Cluster::devices_of_kind(DeviceKind kind) const {
+  std::vector<DeviceId> out;
+  for (size_t i = 0; i < spec_.devices.size(); ++i) {
+    if (spec_.devices[i].kind == kind) out.push_back(DeviceId::from_index(i));
+  }
+  return out;
+}
+
+}  // namespace dplace
