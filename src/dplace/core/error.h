@@ -3,8 +3,8 @@
 //  * Bugs: DPLACE_CHECK(cond) << "message" is always on; DPLACE_DCHECK only in debug builds.
 //    A failed check prints file:line and the message to stderr and aborts.
 //  * Bad input or configuration: dplace::Error and its subclasses. The message is one line that
-//    names the file (or source), the op or field, and what is wrong. Thrown by readers, builders and
-//    option validation; caught only at the boundaries (the CLI turns it into exit status 2).
+//    names the file (or source), the op or field, and what is wrong. Thrown by readers, builders
+//    and option validation; caught only at the boundaries (the CLI turns it into exit status 2).
 //
 // Thread safety: all functions are thread-safe.
 #pragma once
@@ -64,9 +64,9 @@ struct Voidify {
 }  // namespace internal
 }  // namespace dplace
 
-#define DPLACE_CHECK(condition)                   \
-  (condition) ? (void)0                           \
-              : ::dplace::internal::Voidify() &   \
+#define DPLACE_CHECK(condition)                 \
+  (condition) ? (void)0                         \
+              : ::dplace::internal::Voidify() & \
                     ::dplace::internal::CheckFailure(__FILE__, __LINE__, #condition)
 
 #ifdef NDEBUG

@@ -1,10 +1,10 @@
 #include "dplace/core/json.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "dplace/core/error.h"
 

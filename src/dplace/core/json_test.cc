@@ -1,1 +1,72 @@
-// TODO(owner): not written yet.
+#include "dplace/core/json.h"
+
+#include <gtest/gtest.h>
+
+#include "dplace/core/error.h"
+
+namespace dplace {
+namespace {
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JsonTest, MissingFieldNamesSourceObjectAndField) {
+  const Json obj = Json::parse(R"({"a": 1})");
+  const JsonContext ctx{"g.json", "op 'mm'"};
+  EXPECT_EQ(message_of([&] { get_number(obj, "flops", ctx); }),
+            "g.json: op 'mm': field 'flops': missing");
+}
+
+TEST(JsonTest, NegativeNumberIsRejected) {
+  const Json obj = Json::parse(R"({"flops": -3})");
+  EXPECT_EQ(message_of([&] {
+              get_nonnegative(obj, "flops", {"g.json", ""});
+            }),
+            "g.json: field 'flops': must be non-negative, got -3");
+}
+
+TEST(JsonTest, WrongTypeIsRejected) {
+  const Json obj = Json::parse(R"({"name": 3})");
+  EXPECT_EQ(message_of([&] {
+              get_string(obj, "name", {"g.json", ""});
+            }),
+            "g.json: field 'name': expected a string");
+}
+
+TEST(JsonTest, BytesAcceptFloatNotation) {
+  const Json obj = Json::parse(R"({"memory_bytes": 1.2e10, "b": 7})");
+  EXPECT_EQ(get_bytes(obj, "memory_bytes", {"c.json", ""}), 12000000000);
+  EXPECT_EQ(get_bytes(obj, "b", {"c.json", ""}), 7);
+  EXPECT_EQ(get_bytes_or(obj, "absent", {"c.json", ""}, 5), 5);
+}
+
+TEST(JsonTest, TruncatedTextIsReportedOnOneLine) {
+  const std::string m = message_of([] { parse_json_text(R"({"ops": [)", "t.json"); });
+  EXPECT_EQ(m.rfind("t.json: truncated JSON at byte", 0), 0u) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+}
+
+TEST(JsonTest, MissingFileIsReported) {
+  EXPECT_EQ(message_of([] { read_json_file("/nonexistent/x.json"); }),
+            "/nonexistent/x.json: cannot open file");
+}
+
+TEST(JsonTest, BoolAcceptsZeroAndOne) {
+  const Json obj = Json::parse(R"({"a": true, "b": 0, "c": "x"})");
+  EXPECT_TRUE(get_bool_or(obj, "a", {"f", ""}, false));
+  EXPECT_FALSE(get_bool_or(obj, "b", {"f", ""}, true));
+  EXPECT_TRUE(get_bool_or(obj, "d", {"f", ""}, true));
+  EXPECT_EQ(message_of([&] {
+              get_bool_or(obj, "c", {"f", ""}, true);
+            }),
+            "f: field 'c': expected true or false");
+}
+
+}  // namespace
+}  // namespace dplace

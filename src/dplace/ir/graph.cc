@@ -1,10 +1,10 @@
 #include "dplace/ir/graph.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <queue>
-
-#include <fmt/format.h>
 
 #include "dplace/core/error.h"
 
@@ -40,8 +40,8 @@ std::optional<OpId> Graph::find_op(std::string_view name) const {
 
 std::span<const OpId> Graph::consumers(TensorRef t) const {
   const uint32_t flat = tensor_offsets_[t.op.value()] + t.output;
-  return std::span<const OpId>(consumers_).subspan(
-      consumer_offsets_[flat], consumer_offsets_[flat + 1] - consumer_offsets_[flat]);
+  return std::span<const OpId>(consumers_)
+      .subspan(consumer_offsets_[flat], consumer_offsets_[flat + 1] - consumer_offsets_[flat]);
 }
 
 std::span<const OpId> Graph::successors(OpId id) const {
@@ -135,15 +135,15 @@ Graph GraphBuilder::build() && {
       fail(op, fmt::format("field 'flops': must be a non-negative number, got {}", op.flops));
     }
     if (op.bytes_accessed && (!std::isfinite(*op.bytes_accessed) || *op.bytes_accessed < 0)) {
-      fail(op, fmt::format("field 'bytes_accessed': must be non-negative, got {}",
-                           *op.bytes_accessed));
+      fail(op,
+           fmt::format("field 'bytes_accessed': must be non-negative, got {}", *op.bytes_accessed));
     }
     if (op.param_bytes < 0) fail(op, "field 'param_bytes': must be non-negative");
     if (op.temp_bytes < 0) fail(op, "field 'temp_bytes': must be non-negative");
     for (const TimeOverride& t : op.time_s) {
       if (!std::isfinite(t.time_s) || t.time_s < 0) {
-        fail(op, fmt::format("field 'time_s.{}': must be non-negative, got {}", t.device,
-                             t.time_s));
+        fail(op,
+             fmt::format("field 'time_s.{}': must be non-negative, got {}", t.device, t.time_s));
       }
     }
   }
@@ -227,6 +227,8 @@ Graph GraphBuilder::build() && {
     }
     std::vector<uint32_t> cycle(walk.begin() + seen_at[cur], walk.end());
     std::reverse(cycle.begin(), cycle.end());  // producer -> consumer order
+    // Start at the op that comes first in the file, so the message does not depend on the walk.
+    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
     std::string names;
     for (uint32_t c : cycle) names += "'" + g.ops_[c].name + "' -> ";
     names += "'" + g.ops_[cycle.front()].name + "'";

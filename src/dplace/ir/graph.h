@@ -9,7 +9,8 @@
 //  * every input refers to an existing op and output index, and the graph is acyclic;
 //  * topo_order() is Kahn's algorithm with ties broken by op index (file order), and is the
 //    deterministic "rank" the simulator uses for tie-breaks (DESIGN.md section 5);
-//  * every op belongs to exactly one colocation group: ops sharing a `colocate` name form one group,
+//  * every op belongs to exactly one colocation group: ops sharing a `colocate` name form one
+//  group,
 //    an op without one is a singleton group; groups are numbered by their first op's index.
 //
 // Thread safety: a built Graph is immutable and safe to share between threads.
@@ -50,18 +51,18 @@ struct TimeOverride {
 
 struct Op {
   std::string name;
-  std::string type;                 // op type, e.g. "MatMul"; may be empty
-  std::vector<TensorRef> inputs;    // in argument order; may repeat a tensor
+  std::string type;                         // op type, e.g. "MatMul"; may be empty
+  std::vector<TensorRef> inputs;            // in argument order; may repeat a tensor
   std::vector<int64_t> output_bytes = {0};  // one entry per output; size >= 1
-  double flops = 0;                 // a multiply-add counts 2
-  std::optional<double> bytes_accessed;  // memory traffic; absent means inputs + outputs
-  int64_t param_bytes = 0;          // resident all step on the op's device
-  int64_t temp_bytes = 0;           // scratch held while the op runs
-  std::string colocate;             // colocation group name; empty: none
-  std::vector<std::string> devices; // allowed device kinds or names; empty: any device
+  double flops = 0;                         // a multiply-add counts 2
+  std::optional<double> bytes_accessed;     // memory traffic; absent means inputs + outputs
+  int64_t param_bytes = 0;                  // resident all step on the op's device
+  int64_t temp_bytes = 0;                   // scratch held while the op runs
+  std::string colocate;                     // colocation group name; empty: none
+  std::vector<std::string> devices;         // allowed device kinds or names; empty: any device
   Phase phase = Phase::kUnspecified;
-  std::vector<TimeOverride> time_s; // measured times; see cost/cost_model.h
-  Json extra;                       // unknown fields from the file, kept for round-trips
+  std::vector<TimeOverride> time_s;  // measured times; see cost/cost_model.h
+  Json extra;                        // unknown fields from the file, kept for round-trips
 };
 
 class Graph {
