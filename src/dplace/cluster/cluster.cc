@@ -1,9 +1,9 @@
 #include "dplace/cluster/cluster.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "dplace/core/error.h"
 
@@ -103,7 +103,8 @@ Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(
     auto to = find_device(l.to);
     if (!from) throw ConfigError(fmt::format("{}: {}: unknown device '{}'", origin, what, l.from));
     if (!to) throw ConfigError(fmt::format("{}: {}: unknown device '{}'", origin, what, l.to));
-    if (*from == *to) throw ConfigError(fmt::format("{}: {}: joins a device to itself", origin, what));
+    if (*from == *to)
+      throw ConfigError(fmt::format("{}: {}: joins a device to itself", origin, what));
     check_link(l.link, origin, what);
     links_[from->value() * n + to->value()] = l.link;
     has_link_[from->value() * n + to->value()] = 1;

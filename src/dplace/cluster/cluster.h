@@ -31,7 +31,8 @@ struct Device {
   double mem_bandwidth_bytes_per_s = 0;  // device memory bandwidth
   int64_t memory_bytes = 0;              // capacity available to the step
   double op_overhead_s = 0;              // fixed launch/dispatch cost per op with work
-  // Fraction of peak_flops reached per op type; "default" is used for unlisted types, 1.0 if absent.
+  // Fraction of peak_flops reached per op type; "default" is used for unlisted types, 1.0 if
+  // absent.
   std::vector<std::pair<std::string, double>> efficiency;
   std::string description;  // free text: model, where the figures come from
 
@@ -92,7 +93,7 @@ class Cluster {
 
  private:
   ClusterSpec spec_;
-  std::vector<Link> links_;       // num_devices^2, row = from
+  std::vector<Link> links_;        // num_devices^2, row = from
   std::vector<uint8_t> has_link_;  // num_devices^2
 };
 

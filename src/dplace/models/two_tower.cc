@@ -26,23 +26,36 @@ Graph build_two_tower(const ModelOptions& options) {
     OpId prev = input;
     for (int l = 0; l < layers; ++l) {
       const std::string base = fmt::format("tower{}/layer{}", t, l);
-      const OpId mm = b.add_op({.name = base + "/matmul", .type = "MatMul",
-                                .inputs = {{prev, 0}}, .output_bytes = {act_bytes},
-                                .flops = mm_flops, .param_bytes = w_bytes,
+      const OpId mm = b.add_op({.name = base + "/matmul",
+                                .type = "MatMul",
+                                .inputs = {{prev, 0}},
+                                .output_bytes = {act_bytes},
+                                .flops = mm_flops,
+                                .param_bytes = w_bytes,
                                 .colocate = options.inference ? "" : base,
                                 .phase = Phase::kForward});
-      prev = b.add_op({.name = base + "/relu", .type = "Relu", .inputs = {{mm, 0}},
-                       .output_bytes = {act_bytes}, .flops = double(batch) * hidden,
-                       .colocate = options.inference ? "" : base, .phase = Phase::kForward});
+      prev = b.add_op({.name = base + "/relu",
+                       .type = "Relu",
+                       .inputs = {{mm, 0}},
+                       .output_bytes = {act_bytes},
+                       .flops = double(batch) * hidden,
+                       .colocate = options.inference ? "" : base,
+                       .phase = Phase::kForward});
     }
     tops[t] = prev;
   }
-  const OpId concat = b.add_op({.name = "head/concat", .type = "Concat",
+  const OpId concat = b.add_op({.name = "head/concat",
+                                .type = "Concat",
                                 .inputs = {{tops[0], 0}, {tops[1], 0}},
-                                .output_bytes = {2 * act_bytes}, .phase = Phase::kForward});
-  b.add_op({.name = "head/matmul", .type = "MatMul", .inputs = {{concat, 0}},
-            .output_bytes = {int64_t{4} * batch * 1000}, .flops = 2.0 * batch * 2 * hidden * 1000,
-            .param_bytes = int64_t{4} * 2 * hidden * 1000, .phase = Phase::kForward});
+                                .output_bytes = {2 * act_bytes},
+                                .phase = Phase::kForward});
+  b.add_op({.name = "head/matmul",
+            .type = "MatMul",
+            .inputs = {{concat, 0}},
+            .output_bytes = {int64_t{4} * batch * 1000},
+            .flops = 2.0 * batch * 2 * hidden * 1000,
+            .param_bytes = int64_t{4} * 2 * hidden * 1000,
+            .phase = Phase::kForward});
   return std::move(b).build();
 }
 

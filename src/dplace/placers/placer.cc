@@ -1,9 +1,9 @@
 #include "dplace/placers/placer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "dplace/core/error.h"
 #include "dplace/placers/builtin.h"
@@ -34,8 +34,8 @@ PlaceResult Placer::place(const PlaceRequest& request) {
   DPLACE_CHECK(request.costs->num_ops() == request.graph->num_ops());
   DPLACE_CHECK(request.costs->num_devices() == request.cluster->num_devices());
   if (request.budget_seconds <= 0) {
-    throw ConfigError(fmt::format("--budget-seconds must be positive, got {}",
-                                  request.budget_seconds));
+    throw ConfigError(
+        fmt::format("--budget-seconds must be positive, got {}", request.budget_seconds));
   }
   PlaceResult result = place_impl(request);
   const std::string problem =
@@ -66,8 +66,7 @@ std::unique_ptr<Placer> make_placer(const std::string& name) {
   if (it == registry().end()) {
     std::string known;
     for (const auto& [n, info] : registry()) known += (known.empty() ? "" : ", ") + n;
-    throw ConfigError(
-        fmt::format("unknown placer '{}' (known: {}, single:<device>)", name, known));
+    throw ConfigError(fmt::format("unknown placer '{}' (known: {}, single:<device>)", name, known));
   }
   return it->second.factory();
 }

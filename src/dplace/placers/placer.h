@@ -35,9 +35,9 @@ struct PlaceRequest {
   const Cluster* cluster = nullptr;      // REQUIRES: non-null
   const CostTable* costs = nullptr;      // REQUIRES: non-null, built from graph and cluster
   const Simulator* simulator = nullptr;  // REQUIRES: non-null, built from the three above
-  uint64_t seed = 1;                     // Default: 1. Randomised placers are deterministic per seed.
-  double budget_seconds = 60;            // Default: 60. Wall-clock cap for search placers.
-  bool progress = false;                 // Default: false. Progress lines on stderr.
+  uint64_t seed = 1;           // Default: 1. Randomised placers are deterministic per seed.
+  double budget_seconds = 60;  // Default: 60. Wall-clock cap for search placers.
+  bool progress = false;       // Default: false. Progress lines on stderr.
   // The model's hand-crafted placement (model zoo) or one read with --placement; may be absent.
   std::optional<Placement> expert;
   // Placer-specific options as key=value strings (e.g. "groups" -> "256"); unknown keys are an
@@ -47,9 +47,9 @@ struct PlaceRequest {
 
 struct PlaceResult {
   Placement placement;
-  int64_t evaluations = 0;          // simulations the placer ran
-  std::string infeasible_reason;    // empty unless the placer knows no feasible placement exists
-  std::string note;                 // optional one-line remark for the user
+  int64_t evaluations = 0;        // simulations the placer ran
+  std::string infeasible_reason;  // empty unless the placer knows no feasible placement exists
+  std::string note;               // optional one-line remark for the user
 };
 
 class Placer {
@@ -64,8 +64,8 @@ class Placer {
 
 struct PlacerInfo {
   std::string name;
-  std::string description;  // one line
-  bool randomised = false;  // takes --seed
+  std::string description;         // one line
+  bool randomised = false;         // takes --seed
   bool in_default_compare = true;  // part of `dplace compare` without --placers
   std::function<std::unique_ptr<Placer>()> factory;
 };

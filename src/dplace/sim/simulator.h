@@ -57,9 +57,9 @@ struct TransferTiming {
 };
 
 struct DeviceStats {
-  double busy_s = 0;                // total compute time
-  int64_t param_bytes = 0;          // resident parameters
-  int64_t peak_memory_bytes = 0;    // including parameters
+  double busy_s = 0;              // total compute time
+  int64_t param_bytes = 0;        // resident parameters
+  int64_t peak_memory_bytes = 0;  // including parameters
 };
 
 struct OomDevice {
@@ -71,14 +71,14 @@ struct OomDevice {
 
 struct SimResult {
   double step_time_s = 0;
-  bool feasible = true;               // false when any device is OOM
+  bool feasible = true;  // false when any device is OOM
   std::vector<OomDevice> oom_devices;
-  std::vector<DeviceStats> devices;   // indexed by DeviceId
+  std::vector<DeviceStats> devices;  // indexed by DeviceId
   int64_t num_transfers = 0;
   int64_t transferred_bytes = 0;
   // Filled only with SimOptions::record_timeline.
-  std::vector<OpTiming> ops;               // indexed by OpId
-  std::vector<TransferTiming> transfers;   // in start order
+  std::vector<OpTiming> ops;              // indexed by OpId
+  std::vector<TransferTiming> transfers;  // in start order
 };
 
 // Called as the simulation proceeds; both calls happen when the activity starts (its end is

@@ -1,7 +1,7 @@
 // Baseline placers: everything on one device, and the expert placement.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "dplace/core/error.h"
 #include "dplace/placers/builtin.h"
@@ -73,18 +73,18 @@ std::unique_ptr<Placer> make_single_device_placer(const std::string& device_name
 }
 
 void register_baseline_placers() {
-  register_placer({"single-cpu", "every op on the first CPU (ops it cannot run go to an allowed device)",
-                   false, true, [] {
-                     return std::make_unique<SingleDevicePlacer>(
-                         SingleDevicePlacer::Target::kFirstCpu, "");
-                   }});
-  register_placer({"single-gpu", "every op on the first GPU (ops it cannot run go to an allowed device)",
-                   false, true, [] {
-                     return std::make_unique<SingleDevicePlacer>(
-                         SingleDevicePlacer::Target::kFirstGpu, "");
-                   }});
-  register_placer({"expert", "the model's hand-crafted placement, or --placement FILE", false,
-                   true, [] { return std::make_unique<ExpertPlacer>(); }});
+  register_placer(
+      {"single-cpu", "every op on the first CPU (ops it cannot run go to an allowed device)", false,
+       true, [] {
+         return std::make_unique<SingleDevicePlacer>(SingleDevicePlacer::Target::kFirstCpu, "");
+       }});
+  register_placer(
+      {"single-gpu", "every op on the first GPU (ops it cannot run go to an allowed device)", false,
+       true, [] {
+         return std::make_unique<SingleDevicePlacer>(SingleDevicePlacer::Target::kFirstGpu, "");
+       }});
+  register_placer({"expert", "the model's hand-crafted placement, or --placement FILE", false, true,
+                   [] { return std::make_unique<ExpertPlacer>(); }});
 }
 
 }  // namespace dplace
