@@ -1,1 +1,582 @@
-// TODO(owner): not written yet.
+// Tests of the ONNX importer: real exported models (tests/data/onnx, made by
+// scripts/make-onnx-fixtures.py; expected.json holds statistics computed there from the protos),
+// small models built inline with hand-computed costs, and the malformed-input corpus.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dplace/core/error.h"
+#include "dplace/core/json.h"
+#include "dplace/io/importers.h"
+
+namespace dplace {
+namespace {
+
+namespace ox = ::ONNX_NAMESPACE;
+
+const std::string kOnnxDir = std::string(DPLACE_TEST_DATA_DIR) + "/onnx";
+
+const Json& expected() {
+  static const Json doc = read_json_file(kOnnxDir + "/expected.json");
+  return doc;
+}
+
+ImportOptions dims_of(const std::string& model) {
+  ImportOptions options;
+  for (const auto& [name, value] : expected()["models"][model]["dims"].items()) {
+    options.dims[name] = value.get<int64_t>();
+  }
+  return options;
+}
+
+LoadedGraph load_fixture(const std::string& model) {
+  return read_onnx_file(kOnnxDir + "/" + expected()["models"][model]["file"].get<std::string>(),
+                        dims_of(model));
+}
+
+std::map<std::string, int> type_counts(const Graph& g) {
+  std::map<std::string, int> counts;
+  for (const Op& op : g.ops()) ++counts[op.type];
+  return counts;
+}
+
+double type_flops(const Graph& g, const std::vector<std::string>& types) {
+  double total = 0;
+  for (const Op& op : g.ops()) {
+    if (std::find(types.begin(), types.end(), op.type) != types.end()) total += op.flops;
+  }
+  return total;
+}
+
+const Op& op_named(const Graph& g, const std::string& name) {
+  std::optional<OpId> id = g.find_op(name);
+  if (!id) throw std::runtime_error("no op " + name);
+  return g.op(*id);
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("dplace_onnx_test_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+// Builds small ONNX models inline.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int opset = 14) {
+    model_.set_ir_version(8);
+    auto* o = model_.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    model_.mutable_graph()->set_name("inline");
+  }
+  // dims: a number is a fixed size, -1 a symbolic dim named `symbol`.
+  ModelBuilder& input(const std::string& name, const std::vector<int64_t>& dims,
+                      const std::string& symbol = "",
+                      int32_t elem_type = ox::TensorProto_DataType_FLOAT) {
+    auto* in = model_.mutable_graph()->add_input();
+    in->set_name(name);
+    auto* t = in->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem_type);
+    auto* shape = t->mutable_shape();
+    for (int64_t d : dims) {
+      if (d < 0) {
+        shape->add_dim()->set_dim_param(symbol);
+      } else {
+        shape->add_dim()->set_dim_value(d);
+      }
+    }
+    return *this;
+  }
+  // A float initializer with `dims`; stored inline (raw_data) unless `external`.
+  ModelBuilder& weight(const std::string& name, const std::vector<int64_t>& dims,
+                       bool external = false) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(ox::TensorProto_DataType_FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      n *= d;
+    }
+    if (external) {
+      t->set_data_location(ox::TensorProto_DataLocation_EXTERNAL);
+      auto* e = t->add_external_data();
+      e->set_key("location");
+      e->set_value("absent.data");
+    } else {
+      t->set_raw_data(std::string(static_cast<size_t>(n) * 4, '\x01'));
+    }
+    return *this;
+  }
+  ModelBuilder& int_constant(const std::string& name, const std::vector<int64_t>& values) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(ox::TensorProto_DataType_INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+    return *this;
+  }
+  ox::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs, const std::string& name = "") {
+    auto* n = model_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? outputs.at(0) : name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return *n;
+  }
+  static void attr(ox::NodeProto& n, const std::string& name, int64_t value) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(ox::AttributeProto_AttributeType_INT);
+    a->set_i(value);
+  }
+  static void attr(ox::NodeProto& n, const std::string& name, const std::vector<int64_t>& values) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(ox::AttributeProto_AttributeType_INTS);
+    for (int64_t v : values) a->add_ints(v);
+  }
+  ModelBuilder& output(const std::string& name) {
+    model_.mutable_graph()->add_output()->set_name(name);
+    return *this;
+  }
+  ox::ModelProto& proto() { return model_; }
+  std::string save(const std::string& name) {
+    std::string path = temp_path(name);
+    std::ofstream out(path, std::ios::binary);
+    model_.SerializeToOstream(&out);
+    return path;
+  }
+
+ private:
+  ox::ModelProto model_;
+};
+
+std::string error_of(const std::string& path, const ImportOptions& options = {}) {
+  try {
+    read_onnx_file(path, options);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real models.
+
+TEST(OnnxImportTest, ResNet50ForwardFlopsWithinFivePercentOfPublished) {
+  const LoadedGraph loaded = load_fixture("resnet50");
+  double published_gmac = expected()["models"]["resnet50"]["published_gmac"].get<double>();
+  double gmac = loaded.graph.total_flops() / 2e9;
+  EXPECT_NEAR(gmac / published_gmac, 1.0, 0.05) << gmac;
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.at(0);
+  EXPECT_EQ(loaded.format, "onnx");
+}
+
+TEST(OnnxImportTest, InceptionV3ForwardFlopsWithinFivePercentOfPublished) {
+  const LoadedGraph loaded = load_fixture("inception_v3");
+  double published_gmac = expected()["models"]["inception_v3"]["published_gmac"].get<double>();
+  double gmac = loaded.graph.total_flops() / 2e9;
+  EXPECT_NEAR(gmac / published_gmac, 1.0, 0.05) << gmac;
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.at(0);
+}
+
+TEST(OnnxImportTest, ParamBytesAreExactlyTheInitializerSumForEveryFixture) {
+  for (const auto& [model, stats] : expected()["models"].items()) {
+    SCOPED_TRACE(model);
+    const LoadedGraph loaded = load_fixture(model);
+    EXPECT_EQ(loaded.graph.total_param_bytes(), stats["initializer_bytes"].get<int64_t>());
+  }
+}
+
+TEST(OnnxImportTest, ResNet50OpCountsFoldWeightIdentitiesAndAliasFlatten) {
+  const LoadedGraph loaded = load_fixture("resnet50");
+  const Json& stats = expected()["models"]["resnet50"];
+  ASSERT_EQ(stats["nodes"].get<int>(), 169);
+  // 169 nodes: 47 Identity of weights fold away, Flatten is an alias; plus one Input op.
+  EXPECT_EQ(loaded.graph.num_ops(), 169u - 47 - 1 + 1);
+  std::map<std::string, int> want = {{"Input", 1}, {"Conv", 53},   {"Relu", 49},
+                                     {"Add", 16},  {"MaxPool", 1}, {"GlobalAveragePool", 1},
+                                     {"Gemm", 1}};
+  EXPECT_EQ(type_counts(loaded.graph), want);
+  for (const auto& [type, count] : want) {
+    if (type != "Input") {
+      EXPECT_EQ(stats["op_types"][type].get<int>(), count) << type;
+    }
+  }
+}
+
+TEST(OnnxImportTest, InceptionV3OpCounts) {
+  const LoadedGraph loaded = load_fixture("inception_v3");
+  std::map<std::string, int> want = {
+      {"Input", 1}, {"Conv", 94},       {"Relu", 94},   {"Concat", 11},
+      {"Pad", 9},   {"AveragePool", 9}, {"MaxPool", 4}, {"GlobalAveragePool", 1},
+      {"Gemm", 1}};
+  EXPECT_EQ(type_counts(loaded.graph), want);
+  // Identity (83), Constant (9) and Flatten (1) make no op.
+  EXPECT_EQ(expected()["models"]["inception_v3"]["nodes"].get<size_t>(),
+            loaded.graph.num_ops() - 1 + 83 + 9 + 1);
+}
+
+TEST(OnnxImportTest, TransformerShapeArithmeticFoldsAndMatMulFlopsAreExact) {
+  const LoadedGraph loaded = load_fixture("transformer_encoder");
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.at(0);
+  // Two layers of: LayerNorm pieces x2, attention (in_proj MatMul, 3 Slices, 4 Transposes, two
+  // batched MatMuls, Softmax, out_proj Gemm), feed-forward with erf-GELU. Shape/Gather/Unsqueeze/
+  // Concat/Cast chains computing reshape targets fold away; Reshapes are aliases.
+  std::map<std::string, int> want = {
+      {"Input", 1},   {"Add", 20}, {"Div", 8}, {"Erf", 2},        {"Gemm", 2},
+      {"MatMul", 10}, {"Mul", 8},  {"Pow", 4}, {"ReduceMean", 8}, {"Slice", 6},
+      {"Softmax", 2}, {"Sqrt", 4}, {"Sub", 4}, {"Transpose", 8}};
+  EXPECT_EQ(type_counts(loaded.graph), want);
+  // seq 16, batch 1, d_model 128, 4 heads of 32, feed-forward 512; per layer:
+  //   in_proj 2*16*128*384, scores 2*(4*16*16)*32, context 2*(4*16*32)*16,
+  //   out_proj 2*16*128*128 + 16*128 bias, linear1 2*16*128*512, linear2 2*16*512*128.
+  double per_layer = 2.0 * 16 * 128 * 384 + 2.0 * 4 * 16 * 16 * 32 + 2.0 * 4 * 16 * 32 * 16 +
+                     (2.0 * 16 * 128 * 128 + 16 * 128) + 2.0 * 16 * 128 * 512 +
+                     2.0 * 16 * 512 * 128;
+  EXPECT_DOUBLE_EQ(type_flops(loaded.graph, {"MatMul", "Gemm"}), 2 * per_layer);
+  // The model's output keeps the input's shape: the last op writes 16*1*128 floats.
+  EXPECT_EQ(loaded.graph.op(OpId::from_index(loaded.graph.num_ops() - 1)).output_bytes[0],
+            16 * 128 * 4);
+}
+
+TEST(OnnxImportTest, LstmSeq2SeqFlopsFollowTheGateFormula) {
+  const LoadedGraph loaded = load_fixture("lstm_seq2seq");
+  EXPECT_EQ(type_counts(loaded.graph)["LSTM"], 4);
+  // One layer, input 16, hidden 16, with bias: per step 2*4H*(I+H) + 21H = 4096 + 336.
+  const double per_step = 2.0 * 4 * 16 * (16 + 16) + 21 * 16;
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "/encoder/LSTM").flops, 10 * per_step);
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "/decoder/LSTM_1").flops, 7 * per_step);
+  // Projection 7x16 @ 16x32, bias add, log-softmax (5 per element).
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "/project/MatMul").flops, 2.0 * 7 * 32 * 16);
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "/LogSoftmax").flops, 5.0 * 7 * 32);
+  EXPECT_DOUBLE_EQ(loaded.graph.total_flops(),
+                   (2 * 10 + 2 * 7) * per_step + 2.0 * 7 * 32 * 16 + 7 * 32 + 5.0 * 7 * 32);
+  // LSTM has three outputs: Y [seq, dirs, batch, H], Y_h and Y_c [dirs, batch, H].
+  EXPECT_EQ(op_named(loaded.graph, "/encoder/LSTM").output_bytes,
+            (std::vector<int64_t>{10 * 16 * 4, 16 * 4, 16 * 4}));
+  // The embedding lookup reads its 10 rows, not the whole table.
+  const Op& embed = op_named(loaded.graph, "/src_embed/Gather");
+  EXPECT_EQ(embed.param_bytes, 32 * 16 * 4);
+  EXPECT_DOUBLE_EQ(embed.bytes_accessed.value(), 2 * 10 * 16 * 4 + 10 * 8);
+}
+
+TEST(OnnxImportTest, OpMixCostsMatchHandComputedFormulas) {
+  const LoadedGraph loaded = load_fixture("op_mix");
+  const Graph& g = loaded.graph;
+  // ConvTranspose 8->4, 3x3, on [1,8,8,8]: 2 * (8*8*8 inputs) * (4*3*3) + bias on [1,4,16,16].
+  EXPECT_DOUBLE_EQ(op_named(g, "/up/ConvTranspose").flops, 2.0 * 512 * 36 + 1024);
+  EXPECT_DOUBLE_EQ(op_named(g, "/Resize").flops, 0);  // nearest
+  EXPECT_DOUBLE_EQ(op_named(g, "/bn/BatchNormalization").flops, 2.0 * 4 * 32 * 32);
+  // GRU input 16, hidden 12, 5 steps, with bias: 2*3H*(I+H) + 17H per step.
+  EXPECT_DOUBLE_EQ(op_named(g, "/gru/GRU").flops, 5 * (2.0 * 3 * 12 * 28 + 17 * 12));
+  EXPECT_DOUBLE_EQ(op_named(g, "/norm/LayerNormalization").flops, 7.0 * 5 * 12);
+  const Op& split = op_named(g, "/Split");
+  EXPECT_EQ(split.output_bytes, (std::vector<int64_t>{2 * 34 * 34 * 4, 2 * 34 * 34 * 4}));
+  EXPECT_DOUBLE_EQ(split.flops, 0);
+  // Reads its input and the int64[2] split sizes, writes both halves.
+  EXPECT_DOUBLE_EQ(split.bytes_accessed.value(), 2.0 * 4 * 34 * 34 * 4 + 16);
+  EXPECT_DOUBLE_EQ(op_named(g, "/Pad").flops, 0);
+  EXPECT_EQ(op_named(g, "/Pad").output_bytes[0], 4 * 34 * 34 * 4);
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.at(0);
+}
+
+TEST(OnnxImportTest, WeightsAsGraphInputsBecomeParametersNotInputOps) {
+  const LoadedGraph inputs = load_fixture("resnet50_weights_as_inputs");
+  const LoadedGraph initializers = load_fixture("resnet50");
+  EXPECT_EQ(type_counts(inputs.graph)["Input"], 1);
+  EXPECT_EQ(inputs.graph.num_ops(), initializers.graph.num_ops());
+  EXPECT_EQ(inputs.graph.total_param_bytes(), initializers.graph.total_param_bytes());
+  EXPECT_DOUBLE_EQ(inputs.graph.total_flops(), initializers.graph.total_flops());
+}
+
+TEST(OnnxImportTest, FixturesHoldExternalWeightsWhoseFileIsAbsent) {
+  // The property the fixtures exist to test: initializers point at a data file that is not there.
+  ox::ModelProto model;
+  std::ifstream in(kOnnxDir + "/resnet50.onnx", std::ios::binary);
+  ASSERT_TRUE(model.ParseFromIstream(&in));
+  int external = 0;
+  for (const auto& t : model.graph().initializer()) {
+    if (t.data_location() == ox::TensorProto_DataLocation_EXTERNAL) ++external;
+  }
+  EXPECT_GT(external, 50);
+  EXPECT_FALSE(std::filesystem::exists(kOnnxDir + "/resnet50.onnx.data"));
+}
+
+TEST(OnnxImportTest, TrainingExpandsIntoBackwardAndUpdateOps) {
+  ImportOptions options = dims_of("resnet50");
+  options.training = true;
+  const LoadedGraph loaded = read_onnx_file(kOnnxDir + "/resnet50.onnx", options);
+  std::map<Phase, int> phases;
+  for (const Op& op : loaded.graph.ops()) ++phases[op.phase];
+  EXPECT_EQ(phases[Phase::kForward], 122);
+  EXPECT_GT(phases[Phase::kBackward], 100);
+  // One optimizer update per op holding weights: 53 Conv + 1 Gemm.
+  EXPECT_EQ(phases[Phase::kUpdate], 54);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inline models with hand-computed costs.
+
+TEST(OnnxImportTest, GroupedConvCountsTwoFlopsPerMultiplyAddPlusBias) {
+  ModelBuilder m;
+  m.input("x", {1, 4, 8, 8}).weight("w", {8, 2, 3, 3}).weight("b", {8});
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"y"});
+  ModelBuilder::attr(conv, "group", 2);
+  ModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("conv.onnx"), {});
+  const Op& op = op_named(loaded.graph, "y");
+  // Y [1,8,8,8] = 512 outputs, each (4/2)*3*3 = 18 multiply-adds, plus one bias add.
+  EXPECT_DOUBLE_EQ(op.flops, 2.0 * 512 * 18 + 512);
+  EXPECT_EQ(op.param_bytes, (8 * 2 * 3 * 3 + 8) * 4);
+  EXPECT_EQ(op.output_bytes, std::vector<int64_t>{512 * 4});
+  // Reads x, w and b; writes y.
+  EXPECT_DOUBLE_EQ(op.bytes_accessed.value(), (256 + 144 + 8 + 512) * 4.0);
+}
+
+TEST(OnnxImportTest, BatchedMatMulAndTransposedGemm) {
+  ModelBuilder m;
+  m.input("a", {2, 3, 4, 5}).weight("b", {5, 6}).input("p", {5, 3}).weight("q", {5, 7});
+  m.weight("c", {7});
+  m.node("MatMul", {"a", "b"}, {"mm"});
+  auto& gemm = m.node("Gemm", {"p", "q", "c"}, {"gm"});
+  ModelBuilder::attr(gemm, "transA", 1);
+  m.output("mm").output("gm");
+  const LoadedGraph loaded = read_onnx_file(m.save("matmul.onnx"), {});
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "mm").flops, 2.0 * (2 * 3 * 4 * 6) * 5);
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "gm").flops, 2.0 * 3 * 7 * 5 + 3 * 7);
+}
+
+TEST(OnnxImportTest, PoolingCountsOneFlopPerWindowElement) {
+  ModelBuilder m;
+  m.input("x", {1, 2, 6, 6});
+  auto& pool = m.node("MaxPool", {"x"}, {"y"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{3, 3});
+  ModelBuilder::attr(pool, "strides", std::vector<int64_t>{3, 3});
+  m.node("GlobalAveragePool", {"x"}, {"z"});
+  m.output("y").output("z");
+  const LoadedGraph loaded = read_onnx_file(m.save("pool.onnx"), {});
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "y").flops, 2.0 * 2 * 2 * 9);
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "z").flops, 2.0 * 36);
+}
+
+TEST(OnnxImportTest, ReshapeToAComputedShapeIsAnAliasWithAnInferredShape) {
+  // y = Relu(Reshape(Relu(x), Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))): the target shape is
+  // computed in the graph; folding evaluates it to [2, 12].
+  ModelBuilder m;
+  m.input("x", {-1, 3, 4}, "batch").int_constant("zero", {0}).int_constant("minus_one", {-1});
+  m.node("Relu", {"x"}, {"r"});
+  m.node("Shape", {"x"}, {"shape"});
+  m.node("Gather", {"shape", "zero"}, {"first"});
+  ModelBuilder::attr(m.node("Concat", {"first", "minus_one"}, {"target"}), "axis", int64_t{0});
+  m.node("Reshape", {"r", "target"}, {"flat"});
+  m.node("Relu", {"flat"}, {"y"});
+  m.output("y");
+  ImportOptions options;
+  options.dims["batch"] = 2;
+  const LoadedGraph loaded = read_onnx_file(m.save("reshape.onnx"), options);
+  const Graph& g = loaded.graph;
+  // x, r, y: Shape/Gather/Concat fold, Reshape is an alias.
+  ASSERT_EQ(g.num_ops(), 3u);
+  const Op& y = op_named(g, "y");
+  ASSERT_EQ(y.inputs.size(), 1u);
+  EXPECT_EQ(y.inputs[0].op, g.find_op("r").value());
+  EXPECT_EQ(y.extra["output_shapes"], Json::parse("[[2, 12]]"));
+  // The int64 constants feed only folded nodes, and are charged to no op: one warning says so.
+  EXPECT_EQ(g.total_param_bytes(), 0);
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find("2 weights (16 bytes) feed no op"), std::string::npos)
+      << loaded.warnings[0];
+}
+
+TEST(OnnxImportTest, SharedWeightBehindIdentityIsChargedOnce) {
+  ModelBuilder m;
+  m.input("x", {4, 8}).weight("w", {8, 8});
+  m.node("Identity", {"w"}, {"w_alias"});
+  m.node("MatMul", {"x", "w"}, {"h"});
+  m.node("MatMul", {"h", "w_alias"}, {"y"});
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("shared.onnx"), {});
+  EXPECT_EQ(op_named(loaded.graph, "h").param_bytes, 256);
+  EXPECT_EQ(op_named(loaded.graph, "y").param_bytes, 0);
+  EXPECT_EQ(loaded.graph.total_param_bytes(), 256);
+  EXPECT_EQ(loaded.graph.num_ops(), 3u);
+}
+
+TEST(OnnxImportTest, LargeInlineWeightsReadWithoutTheirValues) {
+  // 2048 x 1024 floats = 8 MiB stored inline; only dims and dtype matter.
+  ModelBuilder m;
+  m.input("x", {16, 2048}).weight("w", {2048, 1024}).weight("b", {1024});
+  m.node("Gemm", {"x", "w", "b"}, {"y"});
+  m.output("y");
+  const std::string path = m.save("large.onnx");
+  ASSERT_GT(std::filesystem::file_size(path), 8u << 20);
+  const LoadedGraph loaded = read_onnx_file(path, {});
+  const Op& y = op_named(loaded.graph, "y");
+  EXPECT_EQ(y.param_bytes, (2048 * 1024 + 1024) * 4);
+  EXPECT_DOUBLE_EQ(y.flops, 2.0 * 16 * 1024 * 2048 + 16 * 1024);
+}
+
+TEST(OnnxImportTest, ExternalWeightsWithAbsentFileRead) {
+  ModelBuilder m;
+  m.input("x", {2, 64}).weight("w", {64, 32}, /*external=*/true);
+  m.node("MatMul", {"x", "w"}, {"y"});
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("external.onnx"), {});
+  EXPECT_EQ(loaded.graph.total_param_bytes(), 64 * 32 * 4);
+}
+
+TEST(OnnxImportTest, GeluWithoutSchemaKeepsItsInputShape) {
+  // Gelu is in ONNX opset 20; this libonnx stops earlier, so it has no schema here.
+  ModelBuilder m(20);
+  m.input("x", {3, 10});
+  m.node("Gelu", {"x"}, {"g"});
+  m.node("Relu", {"g"}, {"y"});
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("gelu.onnx"), {});
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "g").flops, 5.0 * 30);
+  EXPECT_EQ(op_named(loaded.graph, "y").output_bytes[0], 120);
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find("opset 20"), std::string::npos) << loaded.warnings[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Malformed input: exit status 2 (FormatError) or a warning, with a message; never a crash.
+
+TEST(OnnxImportTest, TruncatedFileIsAFormatErrorNamingTheFile) {
+  std::string e = error_of(kOnnxDir + "/malformed_truncated.onnx");
+  EXPECT_NE(e.find("malformed_truncated.onnx: not a valid ONNX model (truncated or not protobuf)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(OnnxImportTest, EveryTruncationOfAModelIsAOneLineFormatError) {
+  std::ifstream in(kOnnxDir + "/unknown_op.onnx", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string path = temp_path("cut.onnx");
+  for (size_t cut = 1; cut < bytes.size(); ++cut) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, cut);
+    try {
+      read_onnx_file(path, {});
+      ADD_FAILURE() << "a model cut at byte " << cut << " read without error";
+    } catch (const FormatError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+}
+
+TEST(OnnxImportTest, NonProtobufBytesAreAFormatError) {
+  std::string e = error_of(kOnnxDir + "/malformed_not_protobuf.onnx");
+  EXPECT_NE(e.find("malformed_not_protobuf.onnx: not a valid ONNX model"), std::string::npos) << e;
+}
+
+TEST(OnnxImportTest, UninferableShapeNamesTheNodeAndOutput) {
+  std::string e = error_of(kOnnxDir + "/malformed_missing_shapes.onnx");
+  EXPECT_NE(e.find("node 'reshape_dynamic' (Reshape): output 'y': its shape could not be inferred"),
+            std::string::npos)
+      << e;
+}
+
+TEST(OnnxImportTest, UnsetDynamicDimNamesItAndTheFlag) {
+  std::string e = error_of(kOnnxDir + "/resnet50.onnx");
+  EXPECT_NE(e.find("resnet50.onnx: input 'input': dynamic dimension batch is not set; give it "
+                   "with --dim batch=N"),
+            std::string::npos)
+      << e;
+}
+
+TEST(OnnxImportTest, UnnamedDynamicDimIsSetByInputAndAxis) {
+  std::string e = error_of(kOnnxDir + "/unnamed_dim.onnx");
+  EXPECT_NE(e.find("--dim x:0=N"), std::string::npos) << e;
+  ImportOptions options;
+  options.dims["x:0"] = 5;
+  const LoadedGraph loaded = read_onnx_file(kOnnxDir + "/unnamed_dim.onnx", options);
+  EXPECT_EQ(op_named(loaded.graph, "x").output_bytes[0], 5 * 8 * 4);
+}
+
+TEST(OnnxImportTest, UnusedDimIsAWarning) {
+  ImportOptions options = dims_of("resnet50");
+  options.dims["sequence"] = 7;
+  const LoadedGraph loaded = read_onnx_file(kOnnxDir + "/resnet50.onnx", options);
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find("--dim sequence=7: no input dimension has this name"),
+            std::string::npos);
+}
+
+TEST(OnnxImportTest, UnknownOpGetsBytesOnlyCostAndOneWarning) {
+  const LoadedGraph loaded = read_onnx_file(kOnnxDir + "/unknown_op.onnx", {});
+  const Op& fancy = op_named(loaded.graph, "fancy");
+  EXPECT_DOUBLE_EQ(fancy.flops, 0);
+  EXPECT_DOUBLE_EQ(fancy.bytes_accessed.value(), 2 * 8 * 4 * 2);
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find("no cost formula for op type FancyOp (1)"), std::string::npos)
+      << loaded.warnings[0];
+  // The ops after it still have inferred shapes and costs.
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "tanh").flops, 16);
+}
+
+TEST(OnnxImportTest, UnknownOpWithoutDeclaredShapeIsAnError) {
+  std::string e = error_of(kOnnxDir + "/malformed_unknown_op_no_shape.onnx");
+  EXPECT_NE(e.find("node 'fancy' (FancyOp): output 'c'"), std::string::npos) << e;
+  EXPECT_NE(e.find("no schema for op type 'FancyOp' in domain 'example.custom'"), std::string::npos)
+      << e;
+}
+
+TEST(OnnxImportTest, MissingFileAndEmptyFileAreFormatErrors) {
+  EXPECT_NE(error_of(kOnnxDir + "/no_such.onnx").find("no_such.onnx: cannot open"),
+            std::string::npos);
+  const std::string empty = temp_path("empty.onnx");
+  std::ofstream(empty, std::ios::trunc).close();
+  EXPECT_NE(error_of(empty).find("empty file"), std::string::npos);
+}
+
+TEST(OnnxImportTest, DanglingInputAndCycleAreFormatErrors) {
+  ModelBuilder dangling;
+  dangling.input("x", {2});
+  dangling.node("Add", {"x", "nowhere"}, {"y"});
+  dangling.output("y");
+  EXPECT_NE(error_of(dangling.save("dangling.onnx"))
+                .find("node 'y' (Add): input 'nowhere' is not a graph input, an initializer or "
+                      "any node's output"),
+            std::string::npos);
+
+  ModelBuilder cycle;
+  cycle.input("x", {2});
+  cycle.node("Add", {"x", "b"}, {"a"});
+  cycle.node("Relu", {"a"}, {"b"});
+  cycle.output("b");
+  EXPECT_NE(error_of(cycle.save("cycle.onnx")).find("the graph has a cycle"), std::string::npos);
+}
+
+TEST(OnnxImportTest, MissingOpsetIsAFormatError) {
+  ModelBuilder m;
+  m.proto().clear_opset_import();
+  m.input("x", {2});
+  m.node("Relu", {"x"}, {"y"});
+  m.output("y");
+  EXPECT_NE(error_of(m.save("no_opset.onnx")).find("no opset for the default ONNX domain"),
+            std::string::npos);
+}
+
+TEST(OnnxImportTest, LoadGraphFileDetectsOnnxByContent) {
+  const std::string path = temp_path("model.bin");
+  std::filesystem::copy_file(kOnnxDir + "/unknown_op.onnx", path,
+                             std::filesystem::copy_options::overwrite_existing);
+  const LoadedGraph loaded = load_graph_file(path, {});
+  EXPECT_EQ(loaded.format, "onnx");
+  EXPECT_EQ(loaded.graph.num_ops(), 4u);
+}
+
+}  // namespace
+}  // namespace dplace
