@@ -12,8 +12,15 @@ namespace {
 
 constexpr double kMicrosPerSecond = 1e6;
 
+// Perfetto treats thread ids as global (as Linux does) and 0 as special, so every track gets its
+// own non-zero tid: device d's compute thread is 1 + d * (n + 1), its link from s that plus s + 1.
 int pid_of(DeviceId d) { return static_cast<int>(d.value()) + 1; }
-int link_tid(DeviceId from) { return static_cast<int>(from.value()) + 1; }
+int compute_tid(const Cluster& c, DeviceId d) {
+  return 1 + static_cast<int>(d.value() * (c.num_devices() + 1));
+}
+int link_tid(const Cluster& c, DeviceId from, DeviceId to) {
+  return compute_tid(c, to) + static_cast<int>(from.value()) + 1;
+}
 
 Json metadata(const char* what, int pid, int tid, Json args) {
   return Json{{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
@@ -32,17 +39,18 @@ Json trace_to_json(const Graph& graph, const Cluster& cluster, const SimResult& 
     const DeviceId d = DeviceId::from_index(i);
     const int pid = pid_of(d);
     const Device& device = cluster.device(d);
-    events.push_back(metadata("process_name", pid, 0, {{"name", device.name}}));
-    events.push_back(metadata("process_sort_index", pid, 0, {{"sort_index", i}}));
-    events.push_back(metadata("thread_name", pid, 0, {{"name", "compute"}}));
-    events.push_back(metadata("thread_sort_index", pid, 0, {{"sort_index", 0}}));
+    const int compute = compute_tid(cluster, d);
+    events.push_back(metadata("process_name", pid, compute, {{"name", device.name}}));
+    events.push_back(metadata("process_sort_index", pid, compute, {{"sort_index", i}}));
+    events.push_back(metadata("thread_name", pid, compute, {{"name", "compute"}}));
+    events.push_back(metadata("thread_sort_index", pid, compute, {{"sort_index", 0}}));
     for (size_t j = 0; j < cluster.num_devices(); ++j) {
       const DeviceId from = DeviceId::from_index(j);
       if (from == d || cluster.link(from, d) == nullptr) continue;
-      const int tid = link_tid(from);
+      const int tid = link_tid(cluster, from, d);
       events.push_back(
           metadata("thread_name", pid, tid, {{"name", "from " + cluster.device(from).name}}));
-      events.push_back(metadata("thread_sort_index", pid, tid, {{"sort_index", tid}}));
+      events.push_back(metadata("thread_sort_index", pid, tid, {{"sort_index", j + 1}}));
     }
   }
 
@@ -58,7 +66,7 @@ Json trace_to_json(const Graph& graph, const Cluster& cluster, const SimResult& 
                           {"cat", "op"},
                           {"ph", "X"},
                           {"pid", pid_of(t.device)},
-                          {"tid", 0},
+                          {"tid", compute_tid(cluster, t.device)},
                           {"ts", t.start_s * kMicrosPerSecond},
                           {"dur", (t.end_s - t.start_s) * kMicrosPerSecond},
                           {"args", std::move(args)}});
@@ -70,7 +78,7 @@ Json trace_to_json(const Graph& graph, const Cluster& cluster, const SimResult& 
                           {"cat", "transfer"},
                           {"ph", "X"},
                           {"pid", pid_of(t.to)},
-                          {"tid", link_tid(t.from)},
+                          {"tid", link_tid(cluster, t.from, t.to)},
                           {"ts", t.start_s * kMicrosPerSecond},
                           {"dur", (t.end_s - t.start_s) * kMicrosPerSecond},
                           {"args",

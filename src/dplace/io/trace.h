@@ -1,9 +1,11 @@
 // Chrome trace-event JSON for a simulated step (opens in Perfetto, ui.perfetto.dev, and in
 // chrome://tracing). Layout:
 //  * one process per device (pid = device index + 1, named after the device, in cluster order);
-//  * thread 0 "compute" carries the device's ops;
-//  * one thread per incoming link "from <device>" (tid = source device index + 1) carries the
-//    transfers into this device; a thread is listed for every link the cluster has into the device.
+//  * a thread "compute" carrying the device's ops, then one thread per incoming link
+//    "from <device>" carrying the transfers into this device; a thread is listed for every link
+//    the cluster has into the device. Thread ids are unique across the whole trace and non-zero
+//    (Perfetto treats tids as global): device d's compute thread is 1 + d * (n + 1), and its link
+//    thread from device s is that plus s + 1, for n devices.
 // Every op and transfer is a complete event ("ph": "X") with `ts` and `dur` in microseconds; op
 // events have args {type, phase, op index}, transfer events {tensor, bytes, from, to}. The document
 // is {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {graph, cluster, step_time_s}}.

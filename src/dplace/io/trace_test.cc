@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -79,9 +80,10 @@ TEST_F(TraceTest, ComputeThreadAndOneThreadPerIncomingLink) {
                     e.at("args").at("name").get<std::string>()});
   }
   // cpu <-> gpu:0 both ways; gpu:0 -> gpu:1 one way only; no link between cpu and gpu:1.
+  // Three devices: compute tids 1, 5, 9; the link from device s adds s + 1.
   const std::set<std::tuple<int, int, std::string>> expected = {
-      {1, 0, "compute"},     {2, 0, "compute"},     {3, 0, "compute"},
-      {1, 2, "from /gpu:0"}, {2, 1, "from /cpu:0"}, {3, 2, "from /gpu:0"}};
+      {1, 1, "compute"},     {2, 5, "compute"},     {3, 9, "compute"},
+      {1, 3, "from /gpu:0"}, {2, 6, "from /cpu:0"}, {3, 11, "from /gpu:0"}};
   EXPECT_EQ(threads, expected);
 }
 
@@ -91,7 +93,7 @@ TEST_F(TraceTest, OpsAreCompleteEventsInMicroseconds) {
   ASSERT_EQ(mm.size(), 1u);
   EXPECT_EQ(mm[0].at("cat"), "op");
   EXPECT_EQ(mm[0].at("pid"), 2);
-  EXPECT_EQ(mm[0].at("tid"), 0);
+  EXPECT_EQ(mm[0].at("tid"), 5);
   EXPECT_DOUBLE_EQ(mm[0].at("ts").get<double>(), 1500.0);
   EXPECT_DOUBLE_EQ(mm[0].at("dur").get<double>(), 2000.0);
   EXPECT_EQ(mm[0].at("args").at("type"), "MatMul");
@@ -108,7 +110,7 @@ TEST_F(TraceTest, TransfersSitOnTheReceiversLinkThread) {
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].at("cat"), "transfer");
   EXPECT_EQ(t[0].at("pid"), 2);  // into /gpu:0
-  EXPECT_EQ(t[0].at("tid"), 1);  // from /cpu:0
+  EXPECT_EQ(t[0].at("tid"), 6);  // from /cpu:0
   EXPECT_DOUBLE_EQ(t[0].at("ts").get<double>(), 1000.0);
   EXPECT_DOUBLE_EQ(t[0].at("dur").get<double>(), 500.0);
   EXPECT_EQ(t[0].at("args").at("bytes"), 4096);
@@ -121,7 +123,13 @@ TEST_F(TraceTest, DocumentFollowsTheTraceEventFormat) {
   EXPECT_EQ(doc.at("displayTimeUnit"), "ms");
   EXPECT_DOUBLE_EQ(doc.at("otherData").at("step_time_s").get<double>(), 4e-3);
   int complete = 0;
+  std::map<int, int> pid_of_tid;
   for (const Json& e : doc.at("traceEvents")) {
+    // Thread ids are non-zero and never shared between processes.
+    const int tid = e.at("tid").get<int>();
+    EXPECT_GT(tid, 0);
+    const auto [it, inserted] = pid_of_tid.emplace(tid, e.at("pid").get<int>());
+    EXPECT_EQ(it->second, e.at("pid").get<int>()) << tid;
     ASSERT_TRUE(e.at("name").is_string());
     ASSERT_TRUE(e.at("pid").is_number_integer());
     ASSERT_TRUE(e.at("tid").is_number_integer());
