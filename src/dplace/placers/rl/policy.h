@@ -1,0 +1,93 @@
+// The placement policy of Mirhoseini et al. (ICML 2017): a sequence-to-sequence network that reads
+// one feature vector per group (in topological order) and emits one device per group.
+//
+//   encoder: linear(features -> hidden), tanh, then an LSTM over the groups;
+//   decoder: an LSTM whose input at step t is the learned embedding of the device chosen at step
+//            t-1 (a start embedding at t = 0), initial state = the encoder's final state;
+//   attention (content-based, Luong "general"): score(t, g) = dec_t . W_a enc_g, softmax over g,
+//            context = sum_g weight * enc_g; output = tanh(W_c [dec_t; context]);
+//   logits over devices = W_o output, with devices the group may not use masked out.
+// The device embedding is fed back but the attention context is not (no "input feeding"), so for a
+// known action sequence the decoder runs as one fused LSTM call over all steps (teacher forcing):
+// update() recomputes the log-probabilities of sampled placements that way, which is exact.
+//
+// This header keeps LibTorch out of every other translation unit (pimpl); policy.cc is the only
+// file that includes Torch. The first Policy constructed sets OPENBLAS_NUM_THREADS=1 (unless set)
+// and torch::set_num_threads(1).
+//
+// Thread safety: a Policy is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dplace::rl {
+
+struct PolicyConfig {
+  int num_groups = 0;            // sequence length. REQUIRES: > 0
+  int num_devices = 0;           // REQUIRES: > 0
+  int feature_dim = 0;           // REQUIRES: > 0
+  int hidden = 256;              // LSTM and attention width. Default: 256.
+  int layers = 1;                // LSTM layers of encoder and decoder. Default: 1.
+  int device_embedding = 32;     // Default: 32.
+  double learning_rate = 0.001;  // Adam. Default: 0.001.
+  double grad_clip = 1.0;        // max global gradient norm; 0: off. Default: 1.0.
+  uint64_t seed = 1;             // initial weights. Default: 1.
+};
+
+// Plain state saved with the network in a checkpoint.
+struct TrainerState {
+  int64_t updates = 0;
+  int64_t samples = 0;
+  double baseline = 0;
+  bool has_baseline = false;
+  double best_step_time_s = 0;        // penalised step time of best_actions
+  std::vector<int32_t> best_actions;  // one device index per group; empty: none yet
+  double elapsed_s = 0;               // wall time spent before this run
+  uint64_t fingerprint = 0;           // identifies graph, grouping and configuration
+};
+
+struct UpdateStats {
+  double loss = 0;
+  double entropy = 0;  // mean per-group entropy (nats) of the batch's distributions
+  double grad_norm = 0;
+};
+
+class Policy {
+ public:
+  // features: num_groups x feature_dim, row-major. allowed: num_groups x num_devices, row-major,
+  // nonzero where the group may run on the device (each row has at least one).
+  Policy(const PolicyConfig& config, std::span<const float> features,
+         std::span<const uint8_t> allowed);
+  ~Policy();
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
+
+  // Samples `batch` placements in one batched forward pass. uniforms: batch x num_groups values in
+  // [0, 1) (drawn by the caller's seeded Rng), used by inverse-CDF sampling so results depend only
+  // on them and the weights. actions (out): batch x num_groups device indices, sample-major.
+  void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions);
+  // The most likely device of each group, chosen step by step (greedy decoding).
+  std::vector<int32_t> greedy();
+
+  // One REINFORCE step with Adam: loss = -mean_k(advantage_k * log p(actions_k))
+  //                                       - entropy_weight * mean entropy.
+  // actions: batch x num_groups as from sample(); advantages: batch values.
+  UpdateStats update(std::span<const int32_t> actions, std::span<const double> advantages,
+                     double entropy_weight);
+
+  // Writes weights, optimizer state and `state` to one file (Torch archive).
+  void save(const std::string& path, const TrainerState& state) const;
+  // Reads a file written by save() into this policy (weights and optimizer state). Throws
+  // ConfigError naming the path when it cannot be read or was made for another configuration.
+  TrainerState load(const std::string& path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dplace::rl

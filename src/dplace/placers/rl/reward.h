@@ -1,0 +1,52 @@
+// Reward sources of the RL placer: what a sampled placement's step time is.
+//
+//  * SimulatorRewardSource (default): the shared simulator, K placements simulated concurrently
+//    by a thread pool with one SimWorkspace per worker.
+//  * CommandRewardSource (--param measure-cmd='CMD {placement}'): runs an external command that
+//    executes the placement for real, as the paper measured with TensorFlow. For each placement
+//    it writes a dplace.placement/1 JSON file, replaces every "{placement}" in the command with
+//    its path, runs the command with /bin/sh -c and reads its standard output: the last
+//    non-empty line is either a step time in seconds, or a line starting with "oom"
+//    (case-insensitive) for a placement that ran out of memory. A non-zero exit status or any
+//    other output is an error (ConfigError naming the command and the output).
+//
+// Thread safety: evaluate() is called by one thread at a time; it parallelises internally.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dplace/core/thread_pool.h"
+#include "dplace/sim/placement.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace::rl {
+
+struct Outcome {
+  double step_time_s = 0;  // as measured (for an OOM placement: whatever was reported, or 0)
+  bool feasible = true;    // false: out of memory
+};
+
+class RewardSource {
+ public:
+  virtual ~RewardSource() = default;
+  // Fills outcomes[i] for placements[i]. REQUIRES: equal sizes.
+  virtual void evaluate(std::span<const Placement> placements, std::span<Outcome> outcomes) = 0;
+};
+
+// REQUIRES: `simulator` and `pool` outlive the source.
+std::unique_ptr<RewardSource> make_simulator_reward_source(const Simulator& simulator,
+                                                           ThreadPool& pool);
+
+// REQUIRES: `graph`, `cluster` and `pool` outlive the source. `command` must contain
+// "{placement}" (ConfigError otherwise).
+std::unique_ptr<RewardSource> make_command_reward_source(std::string command, const Graph& graph,
+                                                         const Cluster& cluster, ThreadPool& pool);
+
+// The dplace.placement/1 JSON text of a placement (used for the command's input file).
+std::string placement_json_text(const Graph& graph, const Cluster& cluster,
+                                const Placement& placement);
+
+}  // namespace dplace::rl

@@ -1,0 +1,448 @@
+#include "dplace/placers/rl/rl_placer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "dplace/core/error.h"
+#include "dplace/core/rng.h"
+#include "dplace/core/thread_pool.h"
+#include "dplace/ir/coarsening.h"
+#include "dplace/placers/rl/features.h"
+#include "dplace/placers/rl/policy.h"
+#include "dplace/placers/rl/reward.h"
+
+namespace dplace::rl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+[[noreturn]] void bad_param(const std::string& key, const std::string& value,
+                            const std::string& expected) {
+  throw ConfigError(fmt::format("placer 'rl': --param {}={}: expected {}", key, value, expected));
+}
+
+int64_t parse_int(const std::string& key, const std::string& value, int64_t min_value) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    bad_param(key, value, fmt::format("an integer >= {}", min_value));
+  }
+  if (used != value.size() || v < min_value) {
+    bad_param(key, value, fmt::format("an integer >= {}", min_value));
+  }
+  return v;
+}
+
+double parse_double(const std::string& key, const std::string& value, double min_value,
+                    bool inclusive) {
+  size_t used = 0;
+  double v = 0;
+  const std::string expected = fmt::format("a number {} {}", inclusive ? ">=" : ">", min_value);
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    bad_param(key, value, expected);
+  }
+  if (used != value.size() || !std::isfinite(v) || v < min_value ||
+      (!inclusive && v == min_value)) {
+    bad_param(key, value, expected);
+  }
+  return v;
+}
+
+// FNV-1a over the values that must match for a checkpoint to be resumed.
+class Fingerprint {
+ public:
+  void add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      hash_ ^= (v >> (8 * i)) & 0xff;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  void add(const std::string& s) {
+    add(s.size());
+    for (unsigned char c : s) {
+      hash_ ^= c;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  uint64_t value() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+std::string format_time(double seconds) {
+  if (seconds >= 1) return fmt::format("{:.4g} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:.4g} ms", seconds * 1e3);
+  return fmt::format("{:.4g} us", seconds * 1e6);
+}
+
+void write_curve(const std::string& path, const std::vector<CurvePoint>& curve, bool append) {
+  const bool exists = append && std::filesystem::exists(path);
+  std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
+  if (!out) throw ConfigError(fmt::format("--param curve={}: cannot write the file", path));
+  if (!exists) {
+    out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
+           "oom_fraction,entropy,baseline,policy_s,evaluate_s\n";
+  }
+  for (const CurvePoint& p : curve) {
+    out << fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g}\n",
+                       p.update, p.samples, p.elapsed_s, p.mean_step_time_s,
+                       p.batch_best_step_time_s, p.best_step_time_s, p.oom_fraction, p.entropy,
+                       p.baseline, p.policy_s, p.evaluate_s);
+  }
+}
+
+// An upper bound on the step time of any placement: every op on its slowest allowed device, one
+// after another, then every tensor sent to every other device, one after another, over the slowest
+// link. (The simulator never idles while work is pending, so no schedule takes longer.)
+double step_time_upper_bound_s(const Graph& graph, const Cluster& cluster, const CostTable& costs) {
+  double slowest_bandwidth = INFINITY;
+  double largest_latency = 0;
+  for (size_t a = 0; a < cluster.num_devices(); ++a) {
+    for (size_t b = 0; b < cluster.num_devices(); ++b) {
+      if (a == b) continue;
+      if (const Link* l = cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
+        slowest_bandwidth = std::min(slowest_bandwidth, l->bandwidth_bytes_per_s);
+        largest_latency = std::max(largest_latency, l->latency_s);
+      }
+    }
+  }
+  const double copies = static_cast<double>(cluster.num_devices() - 1);
+  double total = 0;
+  for (size_t i = 0; i < graph.num_ops(); ++i) {
+    const OpId op = OpId::from_index(i);
+    double slowest = 0;
+    for (size_t d = 0; d < cluster.num_devices(); ++d) {
+      const double t = costs.time_s(op, DeviceId::from_index(d));
+      if (t != kInfiniteTime) slowest = std::max(slowest, t);
+    }
+    total += slowest;
+    if (std::isfinite(slowest_bandwidth)) {
+      for (uint32_t k = 0; k < graph.num_outputs(op); ++k) {
+        const TensorRef t{op, k};
+        if (graph.consumers(t).empty()) continue;
+        total += copies *
+                 (largest_latency + static_cast<double>(graph.tensor_bytes(t)) / slowest_bandwidth);
+      }
+    }
+  }
+  return std::max(total, 1e-9);
+}
+
+}  // namespace
+
+RlOptions rl_options_from_params(const std::map<std::string, std::string>& params) {
+  RlOptions o;
+  const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters =
+      {
+          {"groups", [&](auto& k, auto& v) { o.groups = parse_int(k, v, 1); }},
+          {"batch", [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1)); }},
+          {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
+          {"hidden", [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1)); }},
+          {"layers", [&](auto& k, auto& v) { o.layers = static_cast<int>(parse_int(k, v, 1)); }},
+          {"embedding",
+           [&](auto& k, auto& v) { o.device_embedding = static_cast<int>(parse_int(k, v, 1)); }},
+          {"lr", [&](auto& k, auto& v) { o.learning_rate = parse_double(k, v, 0, false); }},
+          {"clip", [&](auto& k, auto& v) { o.grad_clip = parse_double(k, v, 0, true); }},
+          {"entropy", [&](auto& k, auto& v) { o.entropy_weight = parse_double(k, v, 0, true); }},
+          {"entropy-samples", [&](auto& k, auto& v) { o.entropy_samples = parse_int(k, v, 0); }},
+          {"baseline-decay",
+           [&](auto& k, auto& v) {
+             o.baseline_decay = parse_double(k, v, 0, true);
+             if (o.baseline_decay >= 1) bad_param(k, v, "a number in [0, 1)");
+           }},
+          {"oom-time", [&](auto& k, auto& v) { o.oom_step_time_s = parse_double(k, v, 0, false); }},
+          {"normalize",
+           [&](auto& k, auto& v) { o.normalize_advantages = parse_int(k, v, 0) != 0; }},
+          {"threads", [&](auto& k, auto& v) { o.threads = parse_int(k, v, 1); }},
+          {"checkpoint", [&](auto&, auto& v) { o.checkpoint = v; }},
+          {"checkpoint-every",
+           [&](auto& k, auto& v) { o.checkpoint_every = static_cast<int>(parse_int(k, v, 1)); }},
+          {"curve", [&](auto&, auto& v) { o.curve = v; }},
+          {"measure-cmd", [&](auto&, auto& v) { o.measure_cmd = v; }},
+          {"progress-seconds",
+           [&](auto& k, auto& v) { o.progress_seconds = parse_double(k, v, 0, true); }},
+      };
+  for (const auto& [key, value] : params) {
+    const auto it = setters.find(key);
+    if (it == setters.end()) {
+      std::string known;
+      for (const auto& [k, unused] : setters) known += (known.empty() ? "" : ", ") + k;
+      throw ConfigError(fmt::format("placer 'rl': unknown --param '{}' (known: {})", key, known));
+    }
+    it->second(key, value);
+  }
+  return o;
+}
+
+RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
+  const auto start = Clock::now();
+  const Graph& graph = *request.graph;
+  const Cluster& cluster = *request.cluster;
+  const CostTable& costs = *request.costs;
+  const Simulator& simulator = *request.simulator;
+  DPLACE_CHECK(options.batch > 0);
+
+  // 1. Grouping. Colocation groups merge only with groups allowed on the same devices.
+  CoarseningOptions co;
+  co.target_groups = options.groups;
+  co.op_weight.resize(graph.num_ops());
+  for (size_t i = 0; i < graph.num_ops(); ++i) {
+    co.op_weight[i] = costs.fastest_time_s(OpId::from_index(i));
+  }
+  {
+    std::map<std::vector<DeviceId>, uint32_t> class_of_set;
+    co.merge_class.resize(graph.num_groups());
+    for (size_t g = 0; g < graph.num_groups(); ++g) {
+      const auto& devices = costs.group_devices(GroupId::from_index(g));
+      co.merge_class[g] =
+          class_of_set.try_emplace(devices, static_cast<uint32_t>(class_of_set.size()))
+              .first->second;
+    }
+  }
+  const Coarsening coarse = coarsen_graph(graph, co);
+  const GroupFeatures features = make_group_features(graph, costs, coarse);
+  const int G = features.num_groups;
+  const int D = features.num_devices;
+  const int K = options.batch;
+
+  RlRun run;
+  run.num_groups = coarse.num_groups;
+  run.colocation_groups = coarse.colocation_groups;
+  run.after_sole_consumer = coarse.after_sole_consumer;
+
+  // 2. Policy.
+  PolicyConfig pc;
+  pc.num_groups = G;
+  pc.num_devices = D;
+  pc.feature_dim = features.feature_dim;
+  pc.hidden = options.hidden;
+  pc.layers = options.layers;
+  pc.device_embedding = options.device_embedding;
+  pc.learning_rate = options.learning_rate;
+  pc.grad_clip = options.grad_clip;
+  pc.seed = request.seed;
+  Policy policy(pc, features.values, features.allowed);
+
+  Fingerprint fp;
+  fp.add(graph.name());
+  fp.add(graph.num_ops());
+  fp.add(cluster.name());
+  fp.add(cluster.num_devices());
+  for (GroupId g : coarse.group_of_op) fp.add(g.value());
+  fp.add(request.seed);
+  fp.add(static_cast<uint64_t>(K));
+
+  TrainerState state;
+  state.fingerprint = fp.value();
+  if (!options.checkpoint.empty() && std::filesystem::exists(options.checkpoint)) {
+    TrainerState loaded = policy.load(options.checkpoint);
+    if (loaded.fingerprint != state.fingerprint) {
+      throw ConfigError(fmt::format(
+          "checkpoint '{}': made for another graph, cluster, grouping, seed or batch size",
+          options.checkpoint));
+    }
+    state = std::move(loaded);
+    run.resumed = true;
+  }
+
+  // 3. Reward source.
+  ThreadPool pool(options.threads);
+  std::unique_ptr<RewardSource> source =
+      options.measure_cmd.empty()
+          ? make_simulator_reward_source(simulator, pool)
+          : make_command_reward_source(options.measure_cmd, graph, cluster, pool);
+  const double oom_time_s = options.oom_step_time_s > 0
+                                ? options.oom_step_time_s
+                                : 2 * step_time_upper_bound_s(graph, cluster, costs);
+  const double reference_s = simulator.lower_bound_s() > 0 ? simulator.lower_bound_s() : 1.0;
+  auto reward_of = [&](double penalised_s) { return -std::sqrt(penalised_s / reference_s); };
+
+  std::vector<Placement> placements(K);
+  for (Placement& p : placements) p.device_of_op.resize(graph.num_ops());
+  auto fill = [&](Placement& p, const int32_t* group_devices) {
+    for (size_t i = 0; i < graph.num_ops(); ++i) {
+      p.device_of_op[i] = DeviceId::from_index(group_devices[coarse.group_of_op[i].value()]);
+    }
+  };
+
+  std::vector<double> uniforms(static_cast<size_t>(K) * G);
+  std::vector<int32_t> actions;
+  std::vector<Outcome> outcomes(K);
+  std::vector<double> penalised(K);
+  std::vector<double> advantages(K);
+  const int64_t samples_at_start = state.samples;
+  double last_progress = -1e9;
+  auto print_progress = [&](const CurvePoint& p, bool force) {
+    if (!request.progress) return;
+    const double now = seconds_since(start);
+    if (!force && now - last_progress < options.progress_seconds) return;
+    last_progress = now;
+    const double total = std::max(p.policy_s + p.evaluate_s, 1e-12);
+    fmt::print(stderr,
+               "rl: update {} samples {} ({:.1f}/s) best {} mean {} oom {:.0f}% entropy {:.3f} "
+               "policy {:.0f}% evaluate {:.0f}%\n",
+               p.update, p.samples,
+               static_cast<double>(p.samples - samples_at_start) / std::max(now, 1e-9),
+               format_time(p.best_step_time_s), format_time(p.mean_step_time_s),
+               100 * p.oom_fraction, p.entropy, 100 * p.policy_s / total,
+               100 * p.evaluate_s / total);
+  };
+  auto save_checkpoint = [&] {
+    if (options.checkpoint.empty()) return;
+    TrainerState s = state;
+    s.elapsed_s = state.elapsed_s + seconds_since(start);
+    policy.save(options.checkpoint, s);
+  };
+
+  bool curve_appends = run.resumed;
+  size_t curve_written = 0;
+  while (true) {
+    if (options.max_samples > 0 && state.samples >= options.max_samples) break;
+    if (seconds_since(start) >= request.budget_seconds) break;
+
+    // Sample K placements (uniforms from a per-update stream, so a resumed run continues exactly).
+    auto t0 = Clock::now();
+    Rng rng(request.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(state.updates) + 1);
+    for (double& u : uniforms) u = rng.uniform01();
+    policy.sample(K, uniforms, actions);
+    run.policy_seconds += seconds_since(t0);
+
+    t0 = Clock::now();
+    for (int k = 0; k < K; ++k) fill(placements[k], actions.data() + static_cast<size_t>(k) * G);
+    source->evaluate(placements, outcomes);
+    run.evaluate_seconds += seconds_since(t0);
+
+    double mean_reward = 0;
+    double mean_time = 0;
+    double batch_best = INFINITY;
+    int oom = 0;
+    for (int k = 0; k < K; ++k) {
+      penalised[k] = outcomes[k].feasible ? outcomes[k].step_time_s : oom_time_s;
+      oom += outcomes[k].feasible ? 0 : 1;
+      mean_reward += reward_of(penalised[k]) / K;
+      mean_time += penalised[k] / K;
+      batch_best = std::min(batch_best, penalised[k]);
+      if (state.best_actions.empty() || penalised[k] < state.best_step_time_s) {
+        state.best_step_time_s = penalised[k];
+        state.best_actions.assign(actions.begin() + static_cast<ptrdiff_t>(k) * G,
+                                  actions.begin() + static_cast<ptrdiff_t>(k + 1) * G);
+      }
+    }
+    if (!state.has_baseline) {
+      state.baseline = mean_reward;
+      state.has_baseline = true;
+    }
+    for (int k = 0; k < K; ++k) advantages[k] = reward_of(penalised[k]) - state.baseline;
+    if (options.normalize_advantages && K > 1) {
+      double var = 0;
+      for (int k = 0; k < K; ++k) {
+        const double d = reward_of(penalised[k]) - mean_reward;
+        var += d * d / (K - 1);
+      }
+      const double scale = 1.0 / (std::sqrt(var) + 1e-3);
+      for (double& a : advantages) a *= scale;
+    }
+    const double entropy_weight =
+        options.entropy_samples > 0
+            ? options.entropy_weight *
+                  std::max(0.0, 1.0 - static_cast<double>(state.samples) /
+                                          static_cast<double>(options.entropy_samples))
+            : 0.0;
+
+    t0 = Clock::now();
+    const UpdateStats stats = policy.update(actions, advantages, entropy_weight);
+    run.policy_seconds += seconds_since(t0);
+
+    state.baseline =
+        options.baseline_decay * state.baseline + (1 - options.baseline_decay) * mean_reward;
+    state.samples += K;
+    ++state.updates;
+
+    CurvePoint p;
+    p.update = state.updates;
+    p.samples = state.samples;
+    p.elapsed_s = state.elapsed_s + seconds_since(start);
+    p.mean_step_time_s = mean_time;
+    p.batch_best_step_time_s = batch_best;
+    p.best_step_time_s = state.best_step_time_s;
+    p.oom_fraction = static_cast<double>(oom) / K;
+    p.entropy = stats.entropy;
+    p.baseline = state.baseline;
+    p.policy_s = run.policy_seconds;
+    p.evaluate_s = run.evaluate_seconds;
+    run.curve.push_back(p);
+    print_progress(p, false);
+
+    if (state.updates % options.checkpoint_every == 0) save_checkpoint();
+    if (!options.curve.empty() && run.curve.size() - curve_written >= 50) {
+      write_curve(options.curve,
+                  std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
+                  curve_appends);
+      curve_written = run.curve.size();
+      curve_appends = true;
+    }
+  }
+
+  // The greedy decoding of the final policy, returned if better than every sample.
+  run.greedy_group_devices = policy.greedy();
+  {
+    Placement& p = placements.front();
+    fill(p, run.greedy_group_devices.data());
+    std::vector<Outcome> one(1);
+    source->evaluate(std::span<const Placement>(&p, 1), one);
+    run.greedy_step_time_s = one[0].feasible ? one[0].step_time_s : oom_time_s;
+    if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
+      state.best_step_time_s = run.greedy_step_time_s;
+      state.best_actions = run.greedy_group_devices;
+    }
+  }
+  save_checkpoint();
+  if (!options.curve.empty() && (curve_written < run.curve.size() || !curve_appends)) {
+    write_curve(options.curve,
+                std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
+                curve_appends);
+  }
+
+  run.samples = state.samples;
+  run.updates = state.updates;
+  run.seconds = seconds_since(start);
+  run.best_step_time_s = state.best_step_time_s;
+  run.best_group_devices = state.best_actions;
+  run.result.placement.device_of_op.resize(graph.num_ops());
+  fill(run.result.placement, state.best_actions.data());
+  {
+    // The simulator's verdict on feasibility (also with measure-cmd, for the report).
+    const SimResult r = simulator.run(run.result.placement);
+    run.best_feasible = r.feasible;
+  }
+  run.result.evaluations = state.samples - samples_at_start + 1;
+  const double sps =
+      static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
+  run.result.note = fmt::format(
+      "rl: {} groups, {} samples ({:.1f}/s, policy {:.0f}% / evaluation {:.0f}% of the time), "
+      "{} updates{}",
+      G, state.samples - samples_at_start, sps,
+      100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
+      100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
+      state.updates, run.resumed ? " (resumed from checkpoint)" : "");
+  if (!run.curve.empty()) print_progress(run.curve.back(), true);
+  return run;
+}
+
+}  // namespace dplace::rl

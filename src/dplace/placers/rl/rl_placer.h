@@ -1,0 +1,102 @@
+// The reinforcement-learning placer of Mirhoseini et al., "Device Placement Optimization with
+// Reinforcement Learning" (ICML 2017), placer name `rl`. See docs/rl.md.
+//
+//  1. Grouping: ir/coarsening.h (colocation groups, the sole-consumer merge, capped to `groups`).
+//  2. Group embeddings: features.h (op-type counts, output sizes, adjacency).
+//  3. Policy: policy.h (LSTM encoder, attentional LSTM decoder emitting one device per group).
+//  4. Training: REINFORCE on reward -sqrt(step time / lower bound) with an exponential moving
+//     average baseline; K placements sampled per update in one batched forward pass and evaluated
+//     concurrently (simulator or --param measure-cmd); OOM placements get a fixed large step time;
+//     Adam with gradient-norm clipping; an entropy bonus that decays to zero; the best placement
+//     ever seen (and the final greedy decoding, if better) is returned.
+//
+// Options come from PlaceRequest::params (the CLI's --param key=value); rl_options_from_params
+// lists them. Determinism: for one seed, the sequence of sampled placements, the learning curve
+// and the result are identical for every thread count, as long as the run is cut by `samples`
+// rather than by the wall-clock budget (which stops after a time-dependent number of updates).
+//
+// This header does not include LibTorch.
+// Thread safety: run_rl is reentrant; a policy object lives inside one call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dplace/placers/placer.h"
+
+namespace dplace::rl {
+
+struct RlOptions {
+  size_t groups = 256;        // coarse groups placed by the policy. Default: 256.
+  int batch = 16;             // K placements sampled per update. Default: 16.
+  int64_t max_samples = 0;    // stop after this many samples in total (0: budget only). Default: 0.
+  int hidden = 128;           // LSTM / attention width. Default: 128 (paper-size: 256 or 512).
+  int layers = 1;             // LSTM layers. Default: 1.
+  int device_embedding = 32;  // Default: 32.
+  double learning_rate = 0.001;    // Adam. Default: 0.001.
+  double grad_clip = 1.0;          // global gradient-norm cap; 0: off. Default: 1.0.
+  double entropy_weight = 0.01;    // entropy bonus at the start. Default: 0.01.
+  int64_t entropy_samples = 2000;  // the bonus falls linearly to 0 over this many samples.
+  double baseline_decay = 0.9;     // EMA baseline b <- decay * b + (1 - decay) * mean reward.
+  // Divide the advantages (reward - baseline) by the batch's reward standard deviation, so that
+  // the step size does not shrink as the rewards of a converging policy get closer. Default: on.
+  bool normalize_advantages = true;
+  // Step time charged to an OOM placement. 0: twice an upper bound on any placement's step time
+  // (all ops serially on their slowest devices plus every tensor sent serially to every other
+  // device over the slowest link), so that any feasible placement is better. Default: 0.
+  double oom_step_time_s = 0;
+  size_t threads = 0;           // evaluation workers; 0: hardware concurrency. Default: 0.
+  std::string checkpoint;       // resume from / save to this file; empty: none. Default: none.
+  int checkpoint_every = 25;    // updates between checkpoint saves (and one at the end).
+  std::string curve;            // learning-curve CSV path; empty: none. Default: none.
+  std::string measure_cmd;      // external reward command (see reward.h); empty: the simulator.
+  double progress_seconds = 2;  // seconds between progress lines (with --progress).
+};
+
+// Reads options from --param key=value pairs. Keys: groups, batch, samples, hidden, layers,
+// embedding, lr, clip, entropy, entropy-samples, baseline-decay, oom-time, threads, checkpoint,
+// checkpoint-every, curve, measure-cmd, progress-seconds. Throws ConfigError for an unknown key or
+// a bad value, naming both.
+RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
+
+// One row of the learning curve (one policy update).
+struct CurvePoint {
+  int64_t update = 0;
+  int64_t samples = 0;                // total, after this update
+  double elapsed_s = 0;               // wall time since the run started (plus resumed time)
+  double mean_step_time_s = 0;        // batch mean of penalised step times
+  double batch_best_step_time_s = 0;  // batch minimum
+  double best_step_time_s = 0;        // best ever, penalised
+  double oom_fraction = 0;            // share of the batch that was OOM
+  double entropy = 0;                 // mean per-group policy entropy (nats)
+  double baseline = 0;                // after the update
+  double policy_s = 0;                // cumulative time in sampling + updates
+  double evaluate_s = 0;              // cumulative time evaluating placements
+};
+
+struct RlRun {
+  PlaceResult result;
+  size_t num_groups = 0;
+  size_t colocation_groups = 0;
+  size_t after_sole_consumer = 0;
+  int64_t samples = 0;  // total, including samples of a resumed checkpoint
+  int64_t updates = 0;
+  double seconds = 0;  // this call's wall time
+  double policy_seconds = 0;
+  double evaluate_seconds = 0;
+  double best_step_time_s = 0;  // penalised
+  bool best_feasible = false;
+  std::vector<int32_t> best_group_devices;  // device index per coarse group
+  std::vector<int32_t> greedy_group_devices;
+  double greedy_step_time_s = 0;  // penalised
+  bool resumed = false;
+  std::vector<CurvePoint> curve;  // this call's updates
+};
+
+// Trains the policy on request.graph / request.cluster and returns the best placement found.
+// Uses request.seed, request.budget_seconds and request.progress (lines on stderr).
+RlRun run_rl(const PlaceRequest& request, const RlOptions& options);
+
+}  // namespace dplace::rl

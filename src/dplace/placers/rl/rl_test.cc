@@ -1,0 +1,342 @@
+// Seeded behaviour tests of the RL placer on toy graphs whose best placements are worked out by
+// hand: it learns the optimum, is deterministic, resumes from a checkpoint exactly, and the OOM
+// penalty is what keeps it from out-of-memory placements.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "dplace/core/error.h"
+#include "dplace/placers/rl/reward.h"
+#include "dplace/placers/rl/rl_placer.h"
+
+namespace dplace::rl {
+namespace {
+
+// Devices: /cpu:0 at 1 GFLOP/s, /gpu:0 and /gpu:1 at 10 GFLOP/s, no per-op overhead, memory
+// bandwidth high enough never to matter; every pair joined by a 1 GB/s link without latency.
+Cluster toy_cluster(int64_t gpu_memory_bytes) {
+  ClusterSpec spec;
+  spec.name = "toy";
+  auto device = [](std::string name, DeviceKind kind, double flops, int64_t memory) {
+    Device d;
+    d.name = std::move(name);
+    d.kind = kind;
+    d.peak_flops = flops;
+    d.mem_bandwidth_bytes_per_s = 1e15;
+    d.memory_bytes = memory;
+    d.op_overhead_s = 0;
+    return d;
+  };
+  spec.devices = {device("/cpu:0", DeviceKind::kCpu, 1e9, int64_t{1} << 40),
+                  device("/gpu:0", DeviceKind::kGpu, 1e10, gpu_memory_bytes),
+                  device("/gpu:1", DeviceKind::kGpu, 1e10, gpu_memory_bytes)};
+  spec.default_link = Link{.bandwidth_bytes_per_s = 1e9, .latency_s = 0};
+  return Cluster(spec, "test");
+}
+
+Op make_op(std::string name, std::vector<OpId> inputs, double flops, int64_t out_bytes,
+           std::string colocate = "", int64_t param_bytes = 0) {
+  Op op;
+  op.name = std::move(name);
+  op.type = flops > 0 ? "MatMul" : "Identity";
+  for (OpId in : inputs) op.inputs.push_back({in, 0});
+  op.flops = flops;
+  op.bytes_accessed = 0.0;
+  op.output_bytes = {out_bytes};
+  op.colocate = std::move(colocate);
+  op.param_bytes = param_bytes;
+  return op;
+}
+
+// Two towers: x -> A1 -> A2 and x -> B1 -> B2, both towers feeding sinks S and T (so no op has a
+// sole consumer). Tower A is colocated as "A" with 2 ms ops on a GPU, tower B as "B" with 1 ms
+// ops; tensors are 1 KB (1 us transfers); x, S and T take no time. Five groups: x, A, B, S, T.
+// Best: A on one GPU with x, S and T, B on the other GPU: step time exactly 4 ms (A's 2 + 2 ms; B
+// and its transfers finish by 2.002 ms); moving x, S or T off A's GPU adds a 1 us transfer.
+// Everything on one GPU takes 6 ms; any tower op on the CPU, at least 10 ms.
+Graph two_tower_graph() {
+  GraphBuilder b("two_towers", "test");
+  const OpId x = b.add_op(make_op("x", {}, 0, 1000));
+  const OpId a1 = b.add_op(make_op("A1", {x}, 2e7, 1000, "A"));
+  const OpId a2 = b.add_op(make_op("A2", {a1}, 2e7, 1000, "A"));
+  const OpId b1 = b.add_op(make_op("B1", {x}, 1e7, 1000, "B"));
+  const OpId b2 = b.add_op(make_op("B2", {b1}, 1e7, 1000, "B"));
+  b.add_op(make_op("S", {a2, b2}, 0, 1000));
+  b.add_op(make_op("T", {a2, b2}, 0, 1000));
+  return std::move(b).build();
+}
+
+// x -> A -> B -> S with A also feeding S, so the grouping gives {x, A} and {B, S}. A and B hold
+// 6 GB of parameters each (GPUs have 10 GB) and A's output is 100 MB (100 ms over a link).
+// Both groups on one GPU: 2 ms but out of memory. Split over the GPUs: >= 102 ms. Both on the
+// CPU: 20 ms, the best feasible placement.
+Graph oom_chain_graph() {
+  GraphBuilder b("oom_chain", "test");
+  const OpId x = b.add_op(make_op("x", {}, 0, 1000));
+  const OpId a = b.add_op(make_op("A", {x}, 1e7, 100'000'000, "", 6'000'000'000));
+  const OpId bb = b.add_op(make_op("B", {a}, 1e7, 1000, "", 6'000'000'000));
+  b.add_op(make_op("S", {a, bb}, 0, 1000));
+  return std::move(b).build();
+}
+
+struct Problem {
+  Problem(Graph g, Cluster c)
+      : graph(std::move(g)),
+        cluster(std::move(c)),
+        costs(graph, cluster),
+        simulator(graph, cluster, costs) {}
+  PlaceRequest request(uint64_t seed, std::map<std::string, std::string> params = {}) const {
+    PlaceRequest r;
+    r.graph = &graph;
+    r.cluster = &cluster;
+    r.costs = &costs;
+    r.simulator = &simulator;
+    r.seed = seed;
+    r.budget_seconds = 600;
+    r.params = std::move(params);
+    return r;
+  }
+  Graph graph;
+  Cluster cluster;
+  CostTable costs;
+  Simulator simulator;
+};
+
+std::unique_ptr<Problem> two_towers() {
+  return std::make_unique<Problem>(two_tower_graph(), toy_cluster(int64_t{1} << 36));
+}
+
+RlRun run(const Problem& p, uint64_t seed, std::map<std::string, std::string> params) {
+  const RlOptions options = rl_options_from_params(params);
+  return run_rl(p.request(seed, params), options);
+}
+
+TEST(RlPlacerTest, LearnsTwoTowerOptimumWithinAFewHundredSamples) {
+  const auto p = two_towers();
+  for (uint64_t seed : {1, 2, 3}) {
+    const RlRun r = run(*p, seed, {{"samples", "480"}, {"batch", "8"}, {"threads", "1"}});
+    EXPECT_EQ(r.num_groups, 5u);
+    EXPECT_EQ(r.samples, 480);
+    EXPECT_NEAR(r.best_step_time_s, 4e-3, 1e-12) << "seed " << seed;
+    // The policy itself has learned it: its greedy decoding splits the towers too.
+    // (x, S and T cost at most 1 us each when misplaced; the towers' split is what matters.)
+    EXPECT_LT(r.greedy_step_time_s, 4.01e-3) << "seed " << seed;
+    EXPECT_NEAR(p->simulator.run(r.result.placement).step_time_s, 4e-3, 1e-12);
+    // The towers sit on different GPUs.
+    const Placement& pl = r.result.placement;
+    EXPECT_NE(pl[OpId(1)], pl[OpId(3)]);
+    EXPECT_NE(pl[OpId(1)], DeviceId(0));
+    EXPECT_NE(pl[OpId(3)], DeviceId(0));
+  }
+}
+
+TEST(RlPlacerTest, LearningCurveImproves) {
+  const auto p = two_towers();
+  const RlRun r = run(*p, 5, {{"samples", "320"}, {"batch", "8"}});
+  ASSERT_EQ(r.curve.size(), 40u);
+  double first = 0;
+  double last = 0;
+  for (int i = 0; i < 5; ++i) first += r.curve[i].mean_step_time_s / 5;
+  for (int i = 35; i < 40; ++i) last += r.curve[i].mean_step_time_s / 5;
+  EXPECT_LT(last, 0.6 * first);
+  EXPECT_LT(r.curve.back().entropy, r.curve.front().entropy);
+}
+
+void expect_same_learning(const std::vector<CurvePoint>& a, const std::vector<CurvePoint>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].update, b[i].update);
+    EXPECT_EQ(a[i].samples, b[i].samples);
+    EXPECT_EQ(a[i].mean_step_time_s, b[i].mean_step_time_s) << "update " << a[i].update;
+    EXPECT_EQ(a[i].best_step_time_s, b[i].best_step_time_s) << "update " << a[i].update;
+    EXPECT_EQ(a[i].entropy, b[i].entropy) << "update " << a[i].update;
+    EXPECT_EQ(a[i].baseline, b[i].baseline) << "update " << a[i].update;
+  }
+}
+
+TEST(RlPlacerTest, SameSeedGivesSameRunForAnyThreadCount) {
+  const auto p = two_towers();
+  const RlRun a = run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"threads", "1"}});
+  const RlRun b = run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"threads", "1"}});
+  const RlRun c = run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"threads", "2"}});
+  expect_same_learning(a.curve, b.curve);
+  expect_same_learning(a.curve, c.curve);
+  EXPECT_EQ(a.result.placement, b.result.placement);
+  EXPECT_EQ(a.result.placement, c.result.placement);
+  EXPECT_EQ(a.greedy_group_devices, c.greedy_group_devices);
+  // Another seed explores differently.
+  const RlRun d = run(*p, 8, {{"samples", "96"}, {"batch", "8"}});
+  bool differs = false;
+  for (size_t i = 0; i < a.curve.size(); ++i) {
+    differs = differs || a.curve[i].mean_step_time_s != d.curve[i].mean_step_time_s;
+  }
+  EXPECT_TRUE(differs);
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+      .string();
+}
+
+TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
+  const auto p = two_towers();
+  const std::string ckpt = temp_path("rl-ckpt");
+  const std::string curve = temp_path("rl-curve");
+  std::filesystem::remove(ckpt);
+  std::filesystem::remove(curve);
+  const RlRun straight = run(*p, 11, {{"samples", "96"}, {"batch", "8"}});
+
+  const RlRun first =
+      run(*p, 11, {{"samples", "48"}, {"batch", "8"}, {"checkpoint", ckpt}, {"curve", curve}});
+  EXPECT_FALSE(first.resumed);
+  ASSERT_TRUE(std::filesystem::exists(ckpt));
+  const RlRun second =
+      run(*p, 11, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}, {"curve", curve}});
+  EXPECT_TRUE(second.resumed);
+  EXPECT_EQ(second.samples, 96);
+  EXPECT_EQ(second.updates, 12);
+  ASSERT_EQ(second.curve.size(), 6u);
+  expect_same_learning(std::vector<CurvePoint>(straight.curve.begin() + 6, straight.curve.end()),
+                       second.curve);
+  EXPECT_EQ(second.result.placement, straight.result.placement);
+  EXPECT_EQ(second.best_step_time_s, straight.best_step_time_s);
+
+  // The CSV holds a header and all 12 updates, across both runs.
+  std::ifstream in(curve);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) ++lines;
+  EXPECT_EQ(lines, 13);
+
+  // Already at 96 samples: a third run only reloads and returns the same best.
+  const RlRun third = run(*p, 11, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}});
+  EXPECT_TRUE(third.curve.empty());
+  EXPECT_EQ(third.best_step_time_s, straight.best_step_time_s);
+
+  // A checkpoint of another seed is refused.
+  EXPECT_THROW(run(*p, 12, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}}), ConfigError);
+  std::filesystem::remove(ckpt);
+  std::filesystem::remove(curve);
+}
+
+TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
+  Problem p(oom_chain_graph(), toy_cluster(10'000'000'000));
+  // Both groups on /gpu:0 is fastest (2 ms) but needs 12 GB of a 10 GB GPU.
+  Placement fast;
+  fast.device_of_op.assign(4, DeviceId(1));
+  const SimResult sim_fast = p.simulator.run(fast);
+  ASSERT_FALSE(sim_fast.feasible);
+  ASSERT_NEAR(sim_fast.step_time_s, 2e-3, 1e-9);
+
+  // With the default penalty the best feasible placement, both groups on the CPU (20 ms), wins.
+  const RlRun r = run(p, 3, {{"samples", "160"}, {"batch", "8"}});
+  EXPECT_EQ(r.num_groups, 2u);
+  EXPECT_TRUE(r.best_feasible);
+  const SimResult sim = p.simulator.run(r.result.placement);
+  EXPECT_TRUE(sim.feasible);
+  EXPECT_NEAR(sim.step_time_s, 20e-3, 1e-9);
+  EXPECT_NEAR(r.greedy_step_time_s, 20e-3, 1e-9);
+
+  // The penalty is what matters: charge OOM placements only 0.1 ms and the policy prefers them.
+  const RlRun cheap = run(p, 3, {{"samples", "160"}, {"batch", "8"}, {"oom-time", "1e-4"}});
+  EXPECT_FALSE(cheap.best_feasible);
+  EXPECT_NEAR(cheap.best_step_time_s, 1e-4, 1e-12);
+}
+
+TEST(RlPlacerTest, OptionsAreValidated) {
+  EXPECT_THROW(rl_options_from_params({{"grups", "10"}}), ConfigError);
+  EXPECT_THROW(rl_options_from_params({{"groups", "0"}}), ConfigError);
+  EXPECT_THROW(rl_options_from_params({{"lr", "fast"}}), ConfigError);
+  EXPECT_THROW(rl_options_from_params({{"baseline-decay", "1"}}), ConfigError);
+  const RlOptions o = rl_options_from_params({{"groups", "64"}, {"lr", "0.003"}});
+  EXPECT_EQ(o.groups, 64u);
+  EXPECT_DOUBLE_EQ(o.learning_rate, 0.003);
+  try {
+    rl_options_from_params({{"grups", "10"}});
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'grups'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("groups"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RlPlacerTest, IsRegistered) {
+  const auto p = two_towers();
+  std::unique_ptr<Placer> placer = make_placer("rl");
+  PlaceRequest req = p->request(1, {{"samples", "16"}, {"batch", "8"}});
+  const PlaceResult r = placer->place(req);
+  EXPECT_EQ(r.evaluations, 17);  // 16 samples + the final greedy decoding
+  EXPECT_EQ(r.placement.device_of_op.size(), 7u);
+}
+
+// The measured reward source: a script that reads the placement file and prints a step time.
+std::string script(const std::string& name) {
+  return std::string("/usr/bin/python3 -S ") + DPLACE_RL_TEST_DATA_DIR + "/" + name;
+}
+
+TEST(RlPlacerTest, MeasureCommandProvidesTheReward) {
+  const auto p = two_towers();
+  // fake_measure.py: 1 ms + 10 ms per op on the CPU + 1 ms per extra device used; "oom" when
+  // A1 is on /gpu:1. Best: everything on /gpu:0 (1 ms).
+  const RlRun r = run(*p, 4,
+                      {{"samples", "96"},
+                       {"batch", "8"},
+                       {"measure-cmd", script("fake_measure.py") + " {placement}"}});
+  EXPECT_NEAR(r.best_step_time_s, 1e-3, 1e-12);
+  for (size_t i = 0; i < p->graph.num_ops(); ++i) {
+    EXPECT_EQ(r.result.placement.device_of_op[i], DeviceId(1));
+  }
+}
+
+TEST(RewardTest, CommandOutputIsParsed) {
+  const auto p = two_towers();
+  ThreadPool pool(2);
+  Placement on_gpu0 = single_device_placement(p->graph, DeviceId(1));
+  Placement a1_on_gpu1 = on_gpu0;
+  a1_on_gpu1.device_of_op[1] = DeviceId(2);
+  a1_on_gpu1.device_of_op[2] = DeviceId(2);
+  Placement two_on_cpu = on_gpu0;
+  two_on_cpu.device_of_op[0] = DeviceId(0);
+  two_on_cpu.device_of_op[5] = DeviceId(0);
+  const std::vector<Placement> placements = {on_gpu0, a1_on_gpu1, two_on_cpu};
+  std::vector<Outcome> outcomes(3);
+  make_command_reward_source(script("fake_measure.py") + " {placement}", p->graph, p->cluster, pool)
+      ->evaluate(placements, outcomes);
+  EXPECT_TRUE(outcomes[0].feasible);
+  EXPECT_NEAR(outcomes[0].step_time_s, 1e-3, 1e-12);
+  EXPECT_FALSE(outcomes[1].feasible);
+  EXPECT_TRUE(outcomes[2].feasible);
+  EXPECT_NEAR(outcomes[2].step_time_s, 1e-3 + 20e-3 + 1e-3, 1e-12);
+}
+
+TEST(RewardTest, CommandFailuresAreConfigErrors) {
+  const auto p = two_towers();
+  ThreadPool pool(1);
+  const std::vector<Placement> one = {single_device_placement(p->graph, DeviceId(1))};
+  std::vector<Outcome> outcomes(1);
+  for (const char* flag : {" --fail", " --garbage"}) {
+    auto source = make_command_reward_source(script("fake_measure.py") + " {placement}" + flag,
+                                             p->graph, p->cluster, pool);
+    EXPECT_THROW(source->evaluate(one, outcomes), ConfigError) << flag;
+  }
+  EXPECT_THROW(make_command_reward_source("true", p->graph, p->cluster, pool), ConfigError);
+}
+
+TEST(RewardTest, PlacementFileNamesEveryOp) {
+  const auto p = two_towers();
+  const Json doc = Json::parse(
+      placement_json_text(p->graph, p->cluster, single_device_placement(p->graph, DeviceId(2))));
+  EXPECT_EQ(doc["format"], "dplace.placement/1");
+  EXPECT_EQ(doc["graph"], "two_towers");
+  EXPECT_EQ(doc["cluster"], "toy");
+  EXPECT_EQ(doc["assignment"].size(), 7u);
+  EXPECT_EQ(doc["assignment"]["B2"], "/gpu:1");
+}
+
+}  // namespace
+}  // namespace dplace::rl
