@@ -73,41 +73,15 @@ GradFamily grad_family(const std::string& type) {
                           "IsInf"}) {
       t.emplace(s, GradFamily::kNone);
     }
-    for (const char* s : {"Identity",
-                          "Reshape",
-                          "Squeeze",
-                          "Unsqueeze",
-                          "ExpandDims",
-                          "Flatten",
-                          "Transpose",
-                          "Concat",
-                          "ConcatV2",
-                          "Split",
-                          "SplitV",
-                          "Slice",
-                          "StridedSlice",
-                          "Pack",
-                          "Unpack",
-                          "Stack",
-                          "Unstack",
-                          "Pad",
-                          "Add",
-                          "AddV2",
-                          "AddN",
-                          "Sum",
-                          "Sub",
-                          "Neg",
-                          "BiasAdd",
-                          "Tile",
-                          "Expand",
-                          "Cast",
-                          "ReduceSum",
-                          "Dropout",
-                          "Gather",
-                          "GatherV2",
-                          "GatherND",
-                          "ResourceGather",
-                          "EmbeddingLookup"}) {
+    for (const char* s :
+         {"Identity",       "Reshape",   "Squeeze",      "Unsqueeze", "ExpandDims",
+          "Flatten",        "Transpose", "Concat",       "ConcatV2",  "Split",
+          "SplitV",         "Slice",     "StridedSlice", "Pack",      "Unpack",
+          "Stack",          "Unstack",   "Pad",          "Add",       "AddV2",
+          "AddN",           "Sum",       "Sub",          "Neg",       "BiasAdd",
+          "Tile",           "Expand",    "Cast",         "ReduceSum", "Dropout",
+          "Gather",         "GatherV2",  "GatherND",     "GatherNd",  "ResourceGather",
+          "EmbeddingLookup"}) {
       t.emplace(s, GradFamily::kStructural);
     }
     for (const char* s :
@@ -133,7 +107,7 @@ GradFamily grad_family(const std::string& type) {
 // Lookups whose weight gradient is sparse (the gathered rows only).
 bool is_sparse_lookup(const std::string& type) {
   return type == "Gather" || type == "GatherV2" || type == "ResourceGather" ||
-         type == "EmbeddingLookup" || type == "GatherND";
+         type == "EmbeddingLookup" || type == "GatherND" || type == "GatherNd";
 }
 
 // TensorFlow's names for the ops a gradient becomes, so per-type efficiencies still apply.

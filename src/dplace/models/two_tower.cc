@@ -1,21 +1,22 @@
 // two_tower: input -> two independent stacks of `layers` dense layers -> concat -> head.
-// Forward only (or forward + backward + update with training) at a size that runs in microseconds
-// of simulation; used by the demo and CLI tests until larger models are chosen.
+// Forward only, or forward + backward + update (expand_training) for training, at a size that
+// runs in microseconds of simulation; the smoke-test model of the demo and the CLI tests.
 #include <fmt/format.h>
 
 #include "dplace/core/error.h"
 #include "dplace/models/builtin_models.h"
+#include "dplace/models/net.h"
 
 namespace dplace {
 namespace {
 
 Graph build_two_tower(const ModelOptions& options) {
-  const int batch = options.batch.value_or(64);
-  const int hidden = options.hidden.value_or(4096);
-  const int layers = options.layers.value_or(4);
-  if (batch <= 0 || hidden <= 0 || layers <= 0) {
-    throw ConfigError("model 'two_tower': --batch, --hidden and --layers must be positive");
-  }
+  const models::Sizes s =
+      models::resolve_sizes("two_tower", options, {.batch = 64, .layers = 4, .hidden = 4096});
+  models::check_max("two_tower", "--layers", s.layers, 10000);
+  const int batch = s.batch;
+  const int hidden = s.hidden;
+  const int layers = s.layers;
   GraphBuilder b("two_tower", "model two_tower");
   const int64_t act_bytes = int64_t{4} * batch * hidden;
   const int64_t w_bytes = int64_t{4} * hidden * hidden;
@@ -56,7 +57,7 @@ Graph build_two_tower(const ModelOptions& options) {
             .flops = 2.0 * batch * 2 * hidden * 1000,
             .param_bytes = int64_t{4} * 2 * hidden * 1000,
             .phase = Phase::kForward});
-  return std::move(b).build();
+  return models::finish(std::move(b).build(), options);
 }
 
 }  // namespace
