@@ -11,9 +11,18 @@ namespace dplace {
 
 void register_builtin_placers();
 
-// baseline/: single-cpu, single-gpu, single:<device>, expert.
+// baseline/: single-cpu, single-gpu, single:<device>, expert, round-robin.
 void register_baseline_placers();
 // Every op on the named device; the device is resolved (and checked) at place() time.
 std::unique_ptr<Placer> make_single_device_placer(const std::string& device_name);
+// Colocation groups in topological order dealt to the accelerators in turn.
+std::unique_ptr<Placer> make_round_robin_placer();
+
+// partition/: scotch, mincut, metis (graph partitioners on the group quotient graph).
+void register_partition_placers();
+// sched/: heft, m-topo, m-etf, m-sct (list schedulers; the m-* ones after Baechi).
+void register_sched_placers();
+// search/: anneal (simulated annealing with the simulator as objective).
+void register_search_placers();
 
 }  // namespace dplace

@@ -85,6 +85,9 @@ void register_baseline_placers() {
        }});
   register_placer({"expert", "the model's hand-crafted placement, or --placement FILE", false, true,
                    [] { return std::make_unique<ExpertPlacer>(); }});
+  register_placer({"round-robin",
+                   "colocation groups in topological order dealt to the GPUs in turn", false, true,
+                   make_round_robin_placer});
 }
 
 }  // namespace dplace

@@ -1,0 +1,331 @@
+#include "dplace/placers/common/list_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dplace/core/error.h"
+
+namespace dplace {
+
+ListSchedule::ListSchedule(const PlaceRequest& request, const GroupGraph& groups,
+                           std::vector<int64_t> memory_limits, ListScheduleOptions options)
+    : graph_(*request.graph),
+      cluster_(*request.cluster),
+      costs_(*request.costs),
+      groups_(groups),
+      limits_(std::move(memory_limits)),
+      options_(options),
+      num_devices_(request.cluster->num_devices()) {
+  DPLACE_CHECK(limits_.size() == num_devices_);
+  const size_t n = graph_.num_ops();
+  tensor_begin_.assign(n + 1, 0);
+  output_total_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const OpId op = OpId::from_index(i);
+    tensor_begin_[i + 1] = tensor_begin_[i] + static_cast<uint32_t>(graph_.num_outputs(op));
+    for (uint32_t k = 0; k < graph_.num_outputs(op); ++k) {
+      producer_.push_back(static_cast<uint32_t>(i));
+      tensor_bytes_.push_back(graph_.tensor_bytes({op, k}));
+      consumers_left_.push_back(static_cast<uint32_t>(graph_.consumers({op, k}).size()));
+      output_total_[i] += graph_.tensor_bytes({op, k});
+    }
+  }
+  input_begin_.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t first = inputs_.size();
+    for (const TensorRef& t : graph_.op(OpId::from_index(i)).inputs) {
+      const uint32_t flat = tensor_begin_[t.op.value()] + t.output;
+      if (std::find(inputs_.begin() + first, inputs_.end(), flat) == inputs_.end()) {
+        inputs_.push_back(flat);
+      }
+    }
+    input_begin_[i + 1] = static_cast<uint32_t>(inputs_.size());
+  }
+  const size_t num_tensors = producer_.size();
+
+  device_.assign(n, DeviceId::invalid());
+  finish_.assign(n, 0.0);
+  unplaced_preds_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    unplaced_preds_[i] = static_cast<uint32_t>(graph_.predecessors(OpId::from_index(i)).size());
+  }
+  pinned_.assign(graph_.num_groups(), DeviceId::invalid());
+  candidates_.resize(graph_.num_groups());
+  for (size_t g = 0; g < graph_.num_groups(); ++g) {
+    const std::vector<DeviceId>& allowed = groups_.allowed(GroupId::from_index(g));
+    if (options_.accelerators_only) {
+      for (DeviceId d : allowed) {
+        if (cluster_.device(d).kind != DeviceKind::kCpu) candidates_[g].push_back(d);
+      }
+    }
+    if (candidates_[g].empty()) candidates_[g] = allowed;
+  }
+  arrival_.assign(num_tensors * num_devices_, -1.0);
+  channel_free_s_.assign(num_devices_ * num_devices_, 0.0);
+  device_free_s_.assign(num_devices_, 0.0);
+  busy_.resize(num_devices_);
+  reserved_params_.assign(num_devices_, 0);
+  live_.assign(num_devices_, 0);
+  peak_live_.assign(num_devices_, 0);
+}
+
+std::vector<OpId> ListSchedule::take_ready() {
+  if (!sources_taken_) {
+    sources_taken_ = true;
+    for (size_t i = 0; i < graph_.num_ops(); ++i) {
+      if (unplaced_preds_[i] == 0) ready_.push_back(OpId::from_index(i));
+    }
+  }
+  std::vector<OpId> out;
+  out.swap(ready_);
+  std::sort(out.begin(), out.end(),
+            [&](OpId a, OpId b) { return graph_.topo_rank(a) < graph_.topo_rank(b); });
+  return out;
+}
+
+std::span<const DeviceId> ListSchedule::devices_for(OpId op) const {
+  const GroupId g = graph_.group_of(op);
+  if (pinned_[g.value()].valid()) return {&pinned_[g.value()], 1};
+  return candidates_[g.value()];
+}
+
+bool ListSchedule::group_pinned(OpId op) const {
+  return pinned_[graph_.group_of(op).value()].valid();
+}
+
+int64_t ListSchedule::bytes_needed(OpId op, DeviceId d) const {
+  const GroupId g = graph_.group_of(op);
+  const size_t dv = d.value();
+  int64_t incoming = 0;
+  for (uint32_t j = input_begin_[op.value()]; j < input_begin_[op.value() + 1]; ++j) {
+    const uint32_t t = inputs_[j];
+    if (device_[producer_[t]] != d && arrival_[t * num_devices_ + dv] < 0) {
+      incoming += tensor_bytes_[t];
+    }
+  }
+  const int64_t params =
+      reserved_params_[dv] + (pinned_[g.value()].valid() ? 0 : groups_.param_bytes(g));
+  const int64_t live_now =
+      live_[dv] + incoming + output_total_[op.value()] + graph_.op(op).temp_bytes;
+  return params + std::max(peak_live_[dv], live_now);
+}
+
+bool ListSchedule::fits(OpId op, DeviceId d) const {
+  if (pinned_[graph_.group_of(op).value()] == d) return true;
+  return bytes_needed(op, d) <= limits_[d.value()];
+}
+
+double ListSchedule::device_available_s(DeviceId d, double ready_s, double duration_s) const {
+  if (!options_.insertion) return std::max(ready_s, device_free_s_[d.value()]);
+  const std::vector<Interval>& busy = busy_[d.value()];
+  // First interval ending after ready_s; intervals do not overlap, so ends are sorted too.
+  auto it = std::lower_bound(busy.begin(), busy.end(), ready_s,
+                             [](const Interval& iv, double t) { return iv.end_s <= t; });
+  double t = ready_s;
+  for (; it != busy.end(); ++it) {
+    if (t + duration_s <= it->start_s) return t;
+    t = std::max(t, it->end_s);
+  }
+  return t;
+}
+
+double ListSchedule::start_s(OpId op, DeviceId d) const {
+  const size_t dv = d.value();
+  double ready = 0;
+  // Transfers of this op on one channel queue behind each other; track them locally.
+  struct Pending {
+    size_t channel;
+    double free_s;
+  };
+  Pending pending[8];
+  size_t num_pending = 0;
+  for (uint32_t j = input_begin_[op.value()]; j < input_begin_[op.value() + 1]; ++j) {
+    const uint32_t t = inputs_[j];
+    const uint32_t p = producer_[t];
+    const double produced = finish_[p];
+    if (device_[p] == d) {
+      ready = std::max(ready, produced);
+      continue;
+    }
+    const double arrived = arrival_[t * num_devices_ + dv];
+    if (arrived >= 0) {
+      ready = std::max(ready, arrived);
+      continue;
+    }
+    const Link* link = cluster_.link(device_[p], d);
+    if (!link) return kInfiniteTime;
+    const size_t c = cluster_.channel_index(device_[p], d);
+    double channel_free = channel_free_s_[c];
+    size_t slot = num_pending;
+    for (size_t s = 0; s < num_pending; ++s) {
+      if (pending[s].channel == c) slot = s;
+    }
+    if (slot < num_pending) channel_free = std::max(channel_free, pending[slot].free_s);
+    const double end = std::max(produced, channel_free) + transfer_time_s(tensor_bytes_[t], *link);
+    if (slot < num_pending) {
+      pending[slot].free_s = end;
+    } else if (num_pending < 8) {
+      pending[num_pending++] = {c, end};
+    }
+    ready = std::max(ready, end);
+  }
+  return device_available_s(d, ready, costs_.time_s(op, d));
+}
+
+double ListSchedule::finish_s_on(OpId op, DeviceId d) const {
+  const double s = start_s(op, d);
+  return s == kInfiniteTime ? kInfiniteTime : s + costs_.time_s(op, d);
+}
+
+void ListSchedule::place(OpId op, DeviceId d) {
+  const size_t i = op.value();
+  const size_t dv = d.value();
+  DPLACE_CHECK(!placed(op)) << "op placed twice";
+  DPLACE_CHECK(unplaced_preds_[i] == 0) << "op placed before its predecessors";
+  const GroupId g = graph_.group_of(op);
+  if (!pinned_[g.value()].valid()) {
+    DPLACE_CHECK(groups_.allows(g, d));
+    pinned_[g.value()] = d;
+    reserved_params_[dv] += groups_.param_bytes(g);
+  }
+  DPLACE_CHECK(pinned_[g.value()] == d) << "op placed off its colocation group's device";
+
+  // Transfers, committed in input order (matches start_s).
+  double ready = 0;
+  for (uint32_t j = input_begin_[i]; j < input_begin_[i + 1]; ++j) {
+    const uint32_t t = inputs_[j];
+    const uint32_t p = producer_[t];
+    if (device_[p] == d) {
+      ready = std::max(ready, finish_[p]);
+      continue;
+    }
+    double& arrived = arrival_[t * num_devices_ + dv];
+    if (arrived < 0) {
+      const Link* link = cluster_.link(device_[p], d);
+      DPLACE_CHECK(link) << "op placed where an input cannot reach it";
+      double& channel = channel_free_s_[cluster_.channel_index(device_[p], d)];
+      arrived = std::max(finish_[p], channel) + transfer_time_s(tensor_bytes_[t], *link);
+      channel = arrived;
+      live_[dv] += tensor_bytes_[t];
+    }
+    ready = std::max(ready, arrived);
+  }
+  const double duration = costs_.time_s(op, d);
+  const double start = device_available_s(d, ready, duration);
+  const double end = start + duration;
+  if (options_.insertion) {
+    std::vector<Interval>& busy = busy_[dv];
+    auto pos = std::lower_bound(busy.begin(), busy.end(), start,
+                                [](const Interval& iv, double t) { return iv.start_s < t; });
+    busy.insert(pos, {start, end});
+  }
+  device_free_s_[dv] = std::max(device_free_s_[dv], end);
+  device_[i] = d;
+  finish_[i] = end;
+  makespan_s_ = std::max(makespan_s_, end);
+  ++num_placed_;
+
+  // Memory: outputs and temp while placed; inputs die with their last consumer.
+  live_[dv] += output_total_[i];
+  peak_live_[dv] = std::max(peak_live_[dv], live_[dv] + graph_.op(op).temp_bytes);
+  for (uint32_t j = input_begin_[i]; j < input_begin_[i + 1]; ++j) {
+    const uint32_t t = inputs_[j];
+    if (--consumers_left_[t] == 0) free_tensor(t);
+  }
+  for (uint32_t t = tensor_begin_[i]; t < tensor_begin_[i + 1]; ++t) {
+    if (consumers_left_[t] == 0) free_tensor(t);
+  }
+
+  for (OpId s : graph_.successors(op)) {
+    if (--unplaced_preds_[s.value()] == 0) ready_.push_back(s);
+  }
+}
+
+void ListSchedule::free_tensor(uint32_t t) {
+  live_[device_[producer_[t]].value()] -= tensor_bytes_[t];
+  for (size_t d = 0; d < num_devices_; ++d) {
+    if (arrival_[t * num_devices_ + d] >= 0) live_[d] -= tensor_bytes_[t];
+  }
+}
+
+int64_t ListSchedule::free_bytes(DeviceId d) const {
+  return limits_[d.value()] - reserved_params_[d.value()] - peak_live_[d.value()];
+}
+
+DeviceId ListSchedule::fallback_device(OpId op) const {
+  DeviceId best = DeviceId::invalid();
+  for (DeviceId d : devices_for(op)) {
+    if (!best.valid() || free_bytes(d) > free_bytes(best)) best = d;
+  }
+  return best;
+}
+
+std::string ListSchedule::no_fit_message(OpId op) const {
+  const DeviceId best = fallback_device(op);
+  const int64_t short_by = bytes_needed(op, best) - limits_[best.value()];
+  return fmt::format(
+      "op '{}' (group '{}') fits on no allowed device: on {}, the one with the most room, the "
+      "estimate exceeds the {:.2f} GB limit by {:.2f} GB",
+      graph_.op(op).name, graph_.group_name(graph_.group_of(op)), cluster_.device(best).name,
+      double(limits_[best.value()]) / 1e9, double(short_by) / 1e9);
+}
+
+Placement ListSchedule::placement() const {
+  DPLACE_CHECK(num_placed_ == graph_.num_ops()) << "schedule incomplete";
+  return Placement{device_};
+}
+
+std::vector<double> upward_ranks(const PlaceRequest& request, bool with_communication) {
+  const Graph& graph = *request.graph;
+  const Cluster& cluster = *request.cluster;
+  const CostTable& costs = *request.costs;
+  const size_t nd = cluster.num_devices();
+  double mean_latency = 0, mean_inv_bw = 0;
+  size_t links = 0;
+  for (size_t a = 0; a < nd; ++a) {
+    for (size_t b = 0; b < nd; ++b) {
+      if (a == b) continue;
+      if (const Link* l = cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
+        mean_latency += l->latency_s;
+        mean_inv_bw += 1.0 / l->bandwidth_bytes_per_s;
+        ++links;
+      }
+    }
+  }
+  if (links > 0) {
+    mean_latency /= double(links);
+    mean_inv_bw /= double(links);
+  }
+  std::vector<double> rank(graph.num_ops(), 0.0);
+  const auto order = graph.topo_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const OpId op = *it;
+    double w = 0;
+    size_t allowed = 0;
+    for (size_t d = 0; d < nd; ++d) {
+      const double t = costs.time_s(op, DeviceId::from_index(d));
+      if (t == kInfiniteTime) continue;
+      w += t;
+      ++allowed;
+    }
+    w /= double(std::max<size_t>(allowed, 1));
+    double tail = 0;
+    for (OpId s : graph.successors(op)) {
+      double comm = 0;
+      if (with_communication && links > 0) {
+        int64_t bytes = 0;
+        for (uint32_t k = 0; k < graph.num_outputs(op); ++k) {
+          const auto cons = graph.consumers({op, k});
+          if (std::binary_search(cons.begin(), cons.end(), s)) bytes += graph.tensor_bytes({op, k});
+        }
+        comm = mean_latency + double(bytes) * mean_inv_bw;
+      }
+      tail = std::max(tail, comm + rank[s.value()]);
+    }
+    rank[op.value()] = w + tail;
+  }
+  return rank;
+}
+
+}  // namespace dplace

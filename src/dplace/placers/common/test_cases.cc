@@ -1,0 +1,167 @@
+#include "dplace/placers/common/test_cases.h"
+
+#include <fmt/format.h>
+
+#include "dplace/core/error.h"
+
+namespace dplace::testing {
+namespace {
+
+constexpr double kGB = 1e9;
+
+Device gpu(const std::string& name, double memory_bytes) {
+  Device d;
+  d.name = name;
+  d.kind = DeviceKind::kGpu;
+  d.peak_flops = 1e12;
+  d.mem_bandwidth_bytes_per_s = 1e11;
+  d.memory_bytes = static_cast<int64_t>(memory_bytes);
+  return d;
+}
+
+Device cpu(const std::string& name) {
+  Device d = gpu(name, 64 * kGB);
+  d.kind = DeviceKind::kCpu;
+  return d;
+}
+
+Cluster make_cluster(const std::string& name, std::vector<Device> devices) {
+  ClusterSpec spec;
+  spec.name = name;
+  spec.source = "test";
+  spec.devices = std::move(devices);
+  spec.default_link = Link{.bandwidth_bytes_per_s = 1e9, .latency_s = 0};
+  return Cluster(std::move(spec), "test cluster " + name);
+}
+
+Op timed(const std::string& name, std::vector<TensorRef> inputs, double gpu_s, double cpu_s,
+         int64_t output_bytes) {
+  Op op;
+  op.name = name;
+  op.type = "Test";
+  op.inputs = std::move(inputs);
+  op.output_bytes = {output_bytes};
+  op.time_s = {{"gpu", gpu_s}, {"cpu", cpu_s}};
+  return op;
+}
+
+}  // namespace
+
+PlacerCase::PlacerCase(Graph graph, Cluster cluster, double optimum_s)
+    : graph_(std::move(graph)), cluster_(std::move(cluster)), optimum_s_(optimum_s) {
+  costs_ = std::make_unique<CostTable>(graph_, cluster_);
+  simulator_ = std::make_unique<Simulator>(graph_, cluster_, *costs_);
+}
+
+OpId PlacerCase::op(const std::string& name) const {
+  auto id = graph_.find_op(name);
+  DPLACE_CHECK(id.has_value()) << "no op " << name;
+  return *id;
+}
+
+DeviceId PlacerCase::device(const std::string& name) const {
+  auto id = cluster_.find_device(name);
+  DPLACE_CHECK(id.has_value()) << "no device " << name;
+  return *id;
+}
+
+std::unique_ptr<PlacerCase> two_chains_case() {
+  GraphBuilder b("two_chains", "test");
+  for (const char* chain : {"a", "b"}) {
+    OpId prev = OpId::invalid();
+    for (int i = 0; i < 3; ++i) {
+      std::vector<TensorRef> in;
+      if (prev.valid()) in.push_back({prev, 0});
+      prev = b.add_op(timed(fmt::format("{}{}", chain, i), in, 1.0, 1.0, int64_t(1 * kGB)));
+    }
+  }
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(),
+      make_cluster("two-gpus", {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}), 3.0);
+}
+
+namespace {
+
+Graph memory_tight_graph() {
+  GraphBuilder b("memory_tight", "test");
+  OpId prev = OpId::invalid();
+  const std::pair<const char*, double> ops[] = {{"A", 8}, {"B", 6}, {"C", 3}, {"D", 2}};
+  for (const auto& [name, params_gb] : ops) {
+    std::vector<TensorRef> in;
+    if (prev.valid()) in.push_back({prev, 0});
+    Op op = timed(name, in, 1.0, 1.0, 1000);
+    op.param_bytes = static_cast<int64_t>(params_gb * kGB);
+    prev = b.add_op(std::move(op));
+  }
+  return std::move(b).build();
+}
+
+}  // namespace
+
+std::unique_ptr<PlacerCase> memory_tight_case() {
+  return std::make_unique<PlacerCase>(
+      memory_tight_graph(),
+      make_cluster("two-small-gpus", {gpu("/gpu:0", 10.5 * kGB), gpu("/gpu:1", 10.5 * kGB)}),
+      4.0 + 2 * 1000 / 1e9);
+}
+
+std::unique_ptr<PlacerCase> oversubscribed_case() {
+  return std::make_unique<PlacerCase>(
+      memory_tight_graph(), make_cluster("one-small-gpu", {gpu("/gpu:0", 10.5 * kGB)}), 4.0);
+}
+
+std::unique_ptr<PlacerCase> colocation_case() {
+  GraphBuilder b("colocation", "test");
+  Op a = timed("a", {}, 3.0, 3.0, 1000);
+  a.colocate = "ac";
+  const OpId ia = b.add_op(std::move(a));
+  b.add_op(timed("b", {{ia, 0}}, 1.0, 1.0, 1000));
+  Op c = timed("c", {}, 2.0, 2.0, 1000);
+  c.colocate = "ac";
+  b.add_op(std::move(c));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(),
+      make_cluster("two-gpus", {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}), 5.0);
+}
+
+std::unique_ptr<PlacerCase> cpu_only_case() {
+  GraphBuilder b("cpu_only", "test");
+  const int64_t mb = 1000000;
+  Op load = timed("load", {}, 0.5, 0.5, mb);
+  load.devices = {"cpu"};
+  const OpId l = b.add_op(std::move(load));
+  const OpId m1 = b.add_op(timed("mm1", {{l, 0}}, 1.0, 10.0, mb));
+  const OpId m2 = b.add_op(timed("mm2", {{m1, 0}}, 1.0, 10.0, mb));
+  b.add_op(timed("loss", {{m2, 0}}, 0.1, 1.0, 4));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(), make_cluster("cpu-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB)}),
+      0.5 + 0.001 + 1.0 + 1.0 + 0.1);
+}
+
+PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options) {
+  PlaceRequest request;
+  request.graph = &c.graph();
+  request.cluster = &c.cluster();
+  request.costs = &c.costs();
+  request.simulator = &c.simulator();
+  request.seed = options.seed;
+  request.budget_seconds = options.budget_seconds;
+  request.params = options.params;
+  request.expert = options.expert;
+  PlacerRun run;
+  run.result = make_placer(name)->place(request);
+  run.sim = c.simulator().run(run.result.placement);
+  return run;
+}
+
+std::string describe(const PlacerCase& c, const Placement& p) {
+  std::string out;
+  for (size_t i = 0; i < c.graph().num_ops(); ++i) {
+    const OpId op = OpId::from_index(i);
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", c.graph().op(op).name,
+                       c.cluster().device(p[op]).name);
+  }
+  return out;
+}
+
+}  // namespace dplace::testing

@@ -1,0 +1,77 @@
+// Small placement problems with hand-computed optima, shared by the placer tests (test-only
+// library dplace_placer_testing). Op times are given as time_s overrides so every figure below is
+// exact; links have zero latency unless stated.
+//
+//  * two_chains: /gpu:0, /gpu:1 (16 GB each, 1 GB/s both ways). Chains a0->a1->a2 and
+//    b0->b1->b2, 1 s per op, 1 GB per tensor (1 s to move). Optimum 3 s: one chain per GPU.
+//  * memory_tight: two GPUs of 10.5 GB. Chain A->B->C->D, 1 s each, params 8, 6, 3, 2 GB,
+//    1 kB tensors. Only {A, D} | {B, C} fits; its step is 4 s + two 1 us transfers.
+//  * oversubscribed: the memory_tight chain on one 10.5 GB GPU: nothing fits (19 GB of params).
+//  * colocation: two GPUs. a (3 s) -> b (1 s), and c (2 s) alone; a and c colocated ("ac").
+//    Optimum 5 s: {a, c} on one GPU, b on the other (b with them gives 6 s).
+//  * cpu_only: /cpu:0 + /gpu:0. load (CPU only, 0.5 s) -> mm1 -> mm2 -> loss; mm1, mm2 take 1 s on
+//    the GPU and 10 s on the CPU, loss 0.1 s / 1 s; 1 MB tensors over 1 GB/s. Optimum 2.601 s:
+//    load on the CPU, the rest on the GPU.
+//
+// Thread safety: a PlacerCase is immutable after construction.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dplace/placers/placer.h"
+
+namespace dplace::testing {
+
+// Owns a graph, cluster, cost table and simulator. Never moved (the last two refer to the first).
+class PlacerCase {
+ public:
+  PlacerCase(Graph graph, Cluster cluster, double optimum_s);
+  PlacerCase(const PlacerCase&) = delete;
+  PlacerCase& operator=(const PlacerCase&) = delete;
+
+  const Graph& graph() const { return graph_; }
+  const Cluster& cluster() const { return cluster_; }
+  const CostTable& costs() const { return *costs_; }
+  const Simulator& simulator() const { return *simulator_; }
+  double optimum_s() const { return optimum_s_; }
+
+  OpId op(const std::string& name) const;
+  DeviceId device(const std::string& name) const;
+
+ private:
+  Graph graph_;
+  Cluster cluster_;
+  std::unique_ptr<CostTable> costs_;
+  std::unique_ptr<Simulator> simulator_;
+  double optimum_s_;
+};
+
+std::unique_ptr<PlacerCase> two_chains_case();
+std::unique_ptr<PlacerCase> memory_tight_case();
+std::unique_ptr<PlacerCase> oversubscribed_case();
+std::unique_ptr<PlacerCase> colocation_case();
+std::unique_ptr<PlacerCase> cpu_only_case();
+
+struct PlacerRun {
+  PlaceResult result;
+  SimResult sim;  // of result.placement
+};
+
+struct RunOptions {
+  std::map<std::string, std::string> params;
+  uint64_t seed = 1;
+  double budget_seconds = 60;
+  std::optional<Placement> expert;
+};
+
+// make_placer(name)->place() on the case, then one simulation of the result.
+PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options = {});
+
+// Device name of each op, "a0=/gpu:0 a1=/gpu:0 ..." in op order; for readable failures.
+std::string describe(const PlacerCase& c, const Placement& p);
+
+}  // namespace dplace::testing

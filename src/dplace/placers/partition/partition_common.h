@@ -1,0 +1,55 @@
+// What scotch, mincut and metis share: the weighted group graph handed to a partitioner, and
+// turning its parts back into a valid, memory-checked placement.
+//
+// Vertices are the colocation groups that may run on at least one target device (the devices the
+// partitioner maps onto); a group allowed on no target is placed outside the partitioner, on its
+// fastest allowed device (mincut: a CPU-only op stays on the CPU). Weights are integers:
+//  * vertex weight: the group's reference_time_s (GroupGraph), scaled so the total is ~1e6, >= 1;
+//  * edge weight: the bytes between two groups (GroupGraph::neighbors), scaled so the total is
+//    ~1e7, >= 1; both directions are listed (CSR, as METIS and Scotch want);
+//  * target weight: relative_speed of each target device, scaled to at most 1000, >= 1.
+// A vertex whose group allows exactly one target is fixed to it.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dplace/placers/common/group_graph.h"
+#include "dplace/placers/placer.h"
+
+namespace dplace {
+
+struct PartitionProblem {
+  std::vector<DeviceId> targets;
+  std::vector<GroupId> vertex_group;      // per vertex
+  std::vector<int32_t> xadj;              // per vertex + 1
+  std::vector<int32_t> adjncy;            // neighbour vertices
+  std::vector<int32_t> adjwgt;            // per adjncy entry
+  std::vector<int32_t> vwgt;              // per vertex
+  std::vector<int32_t> fixed;             // per vertex: target index, or -1 when free
+  std::vector<int32_t> target_weight;     // per target
+  std::vector<DeviceId> device_of_group;  // groups outside the problem already assigned
+};
+
+// REQUIRES: targets non-empty, in cluster order.
+PartitionProblem build_partition_problem(const GroupGraph& groups, const CostTable& costs,
+                                         std::vector<DeviceId> targets);
+
+// Applies part[v] (a target index per vertex). A group on a target it does not allow goes to the
+// allowed target with the least vertex weight so far, or to its fastest allowed device.
+std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupGraph& groups,
+                                   const CostTable& costs, std::span<const int32_t> part);
+
+// repair_memory() on the assignment, and the PlaceResult (evaluations, infeasible reason, and
+// `note` plus how many groups the repair moved).
+PlaceResult finish_partition(const PlaceRequest& request, const GroupGraph& groups,
+                             std::vector<DeviceId> device_of_group, std::string note);
+
+// The device among `devices` on which the group runs fastest (ties: first).
+DeviceId fastest_device(const GroupGraph& groups, GroupId g, std::span<const DeviceId> devices);
+
+}  // namespace dplace

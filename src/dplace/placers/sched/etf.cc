@@ -1,0 +1,124 @@
+#include "dplace/placers/sched/etf.h"
+
+#include <algorithm>
+
+#include "dplace/core/error.h"
+#include "dplace/placers/common/list_schedule.h"
+
+namespace dplace {
+
+ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
+                        const std::vector<int64_t>& memory_limits, const EtfOptions& options) {
+  const Graph& graph = *request.graph;
+  const size_t n = graph.num_ops();
+  const size_t nd = request.cluster->num_devices();
+  const bool sct = !options.favourite_child.empty();
+  const std::vector<double> level = upward_ranks(request, /*with_communication=*/false);
+  ListSchedule schedule(request, groups, memory_limits,
+                        ListScheduleOptions{.accelerators_only = options.accelerators_only});
+  ScheduleOutcome outcome;
+
+  std::vector<int64_t> favourite_parent;
+  std::vector<int64_t> reserved_for(nd, -1);  // per device: op index of a pending favourite child
+  if (sct) {
+    DPLACE_CHECK(options.favourite_child.size() == n);
+    favourite_parent.assign(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+      if (options.favourite_child[i] >= 0)
+        favourite_parent[options.favourite_child[i]] = int64_t(i);
+    }
+  }
+
+  // Start time of every ready op on every device; after a placement on d only the column of d
+  // (device availability, channels into d, arrivals at d) changes.
+  std::vector<double> start(n * nd, kInfiniteTime);
+  std::vector<OpId> ready;
+  auto refresh = [&](OpId op, DeviceId d) {
+    start[op.value() * nd + d.value()] = schedule.start_s(op, d);
+  };
+  auto admit = [&] {
+    for (OpId op : schedule.take_ready()) {
+      for (DeviceId d : schedule.devices_for(op)) refresh(op, d);
+      ready.push_back(op);
+    }
+  };
+  admit();
+
+  struct Choice {
+    size_t index = 0;  // into ready
+    DeviceId device;
+    double start_s = kInfiniteTime;
+  };
+  auto better = [&](const Choice& a, const Choice& b) {  // is a better than b?
+    if (!b.device.valid()) return true;
+    if (a.start_s != b.start_s) return a.start_s < b.start_s;
+    const OpId x = ready[a.index], y = ready[b.index];
+    if (level[x.value()] != level[y.value()]) return level[x.value()] > level[y.value()];
+    if (x != y) return graph.topo_rank(x) < graph.topo_rank(y);
+    return a.device < b.device;
+  };
+
+  while (!ready.empty()) {
+    Choice best, best_ignoring_reservations;
+    for (size_t r = 0; r < ready.size(); ++r) {
+      const OpId op = ready[r];
+      std::span<const DeviceId> devices = schedule.devices_for(op);
+      // m-sct: a favourite child follows its parent when it fits there.
+      DeviceId parent_device = DeviceId::invalid();
+      if (sct && favourite_parent[op.value()] >= 0 && !schedule.group_pinned(op)) {
+        const DeviceId pd = schedule.device(OpId::from_index(favourite_parent[op.value()]));
+        if (std::find(devices.begin(), devices.end(), pd) != devices.end() &&
+            schedule.fits(op, pd)) {
+          // As in Baechi: only when the parent's device is (one of) the earliest for the child.
+          const double there = start[op.value() * nd + pd.value()];
+          bool earliest = true;
+          for (DeviceId d : devices) {
+            if (d != pd && schedule.fits(op, d) && start[op.value() * nd + d.value()] < there) {
+              earliest = false;
+            }
+          }
+          if (earliest) parent_device = pd;
+        }
+      }
+      for (DeviceId d : devices) {
+        if (parent_device.valid() && d != parent_device) continue;
+        if (!schedule.fits(op, d)) continue;
+        const Choice c{r, d, start[op.value() * nd + d.value()]};
+        if (c.start_s == kInfiniteTime) continue;
+        if (better(c, best_ignoring_reservations)) best_ignoring_reservations = c;
+        const int64_t holder = sct ? reserved_for[d.value()] : -1;
+        if (holder >= 0 && holder != int64_t(op.value())) continue;
+        if (better(c, best)) best = c;
+      }
+    }
+    if (!best.device.valid()) best = best_ignoring_reservations;
+    if (!best.device.valid()) {
+      // Nothing fits anywhere: force the most urgent ready op onto its roomiest device.
+      size_t pick = 0;
+      for (size_t r = 1; r < ready.size(); ++r) {
+        if (level[ready[r].value()] > level[ready[pick].value()]) pick = r;
+      }
+      const OpId op = ready[pick];
+      if (outcome.no_fit_reason.empty()) outcome.no_fit_reason = schedule.no_fit_message(op);
+      best = {pick, schedule.fallback_device(op), 0};
+    }
+    const OpId op = ready[best.index];
+    const DeviceId d = best.device;
+    schedule.place(op, d);
+    ready[best.index] = ready.back();
+    ready.pop_back();
+    if (sct) {
+      for (int64_t& holder : reserved_for) {
+        if (holder == int64_t(op.value())) holder = -1;
+      }
+      const int64_t child = options.favourite_child[op.value()];
+      if (child >= 0 && !schedule.placed(OpId::from_index(child))) reserved_for[d.value()] = child;
+    }
+    for (OpId other : ready) refresh(other, d);
+    admit();
+  }
+  outcome.placement = schedule.placement();
+  return outcome;
+}
+
+}  // namespace dplace

@@ -1,0 +1,97 @@
+// m-sct: ETF with the favourite children of the SCT linear program (Baechi, Jeon et al., SoCC
+// 2020, after Hanen and Munier 2001).
+#include <fmt/format.h>
+
+#include "dplace/placers/common/list_schedule.h"
+#include "dplace/placers/common/memory.h"
+#include "dplace/placers/common/params.h"
+#include "dplace/placers/sched/etf.h"
+#include "dplace/placers/sched/sched_placers.h"
+#include "dplace/placers/sched/sct_lp.h"
+
+namespace dplace {
+namespace {
+
+// Tasks are ops with their fastest allowed time; an edge per (producer, consumer) op pair carries
+// the bytes the consumer reads from the producer at the mean link's latency and bandwidth.
+SctLpProblem build_problem(const PlaceRequest& request) {
+  const Graph& graph = *request.graph;
+  const Cluster& cluster = *request.cluster;
+  double mean_latency = 0, mean_inv_bw = 0;
+  size_t links = 0;
+  for (size_t a = 0; a < cluster.num_devices(); ++a) {
+    for (size_t b = 0; b < cluster.num_devices(); ++b) {
+      if (a == b) continue;
+      if (const Link* l = cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
+        mean_latency += l->latency_s;
+        mean_inv_bw += 1.0 / l->bandwidth_bytes_per_s;
+        ++links;
+      }
+    }
+  }
+  if (links > 0) {
+    mean_latency /= double(links);
+    mean_inv_bw /= double(links);
+  }
+  SctLpProblem problem;
+  problem.duration_s.resize(graph.num_ops());
+  for (size_t i = 0; i < graph.num_ops(); ++i) {
+    const OpId op = OpId::from_index(i);
+    problem.duration_s[i] = request.costs->fastest_time_s(op);
+    for (OpId s : graph.successors(op)) {
+      int64_t bytes = 0;
+      for (uint32_t k = 0; k < graph.num_outputs(op); ++k) {
+        const auto cons = graph.consumers({op, k});
+        if (std::binary_search(cons.begin(), cons.end(), s)) bytes += graph.tensor_bytes({op, k});
+      }
+      problem.edges.push_back({uint32_t(i), s.value(), mean_latency + double(bytes) * mean_inv_bw});
+    }
+  }
+  return problem;
+}
+
+class MSctPlacer final : public Placer {
+  PlaceResult place_impl(const PlaceRequest& request) override {
+    const PlacerParams params("m-sct", request.params,
+                              {"memory_fraction", "memory_retries", "lp_max_edges", "devices"});
+    const double fraction = params.get_double("memory_fraction", 1.0, 1e-6, 1.0);
+    const int retries = static_cast<int>(params.get_int("memory_retries", 4, 0, 100));
+    const int64_t max_edges = params.get_int("lp_max_edges", 200000, 0, int64_t{1} << 40);
+    const GroupGraph groups(*request.graph, *request.cluster, *request.costs);
+
+    EtfOptions options;
+    options.accelerators_only =
+        params.get_choice("devices", "accelerators", {"accelerators", "all"}) == "accelerators";
+    std::string note;
+    if (request.graph->num_edges() > size_t(max_edges)) {
+      note =
+          fmt::format("graph has {} edges > lp_max_edges={}: no favourite children (plain m-etf)",
+                      request.graph->num_edges(), max_edges);
+    } else {
+      const SctLpProblem problem = build_problem(request);
+      const SctLpSolution solution = solve_sct_lp(problem);
+      if (solution.optimal) {
+        options.favourite_child = favourite_children(problem, solution);
+        size_t count = 0;
+        for (int64_t c : options.favourite_child) count += c >= 0;
+        note = fmt::format("LP relaxation makespan {:.6g} s; {} favourite children",
+                           solution.makespan_s, count);
+      } else {
+        note =
+            fmt::format("LP not solved ({}): no favourite children (plain m-etf)", solution.status);
+      }
+    }
+    PlaceResult result = to_place_result(schedule_with_memory_retries(
+        request, fraction, retries, [&](const std::vector<int64_t>& limits) {
+          return run_etf(request, groups, limits, options);
+        }));
+    result.note = result.note.empty() ? note : note + "; " + result.note;
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Placer> make_m_sct_placer() { return std::make_unique<MSctPlacer>(); }
+
+}  // namespace dplace

@@ -1,0 +1,264 @@
+#include "dplace/placers/search/anneal.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "dplace/core/error.h"
+#include "dplace/core/rng.h"
+#include "dplace/placers/builtin.h"
+#include "dplace/placers/common/group_graph.h"
+#include "dplace/placers/common/params.h"
+
+namespace dplace {
+namespace {
+
+struct Candidate {
+  std::string name;
+  Placement placement;
+};
+
+class AnnealPlacer final : public Placer {
+  PlaceResult place_impl(const PlaceRequest& request) override {
+    const PlacerParams params("anneal", request.params,
+                              {"evaluations", "t_start", "t_end", "block_size", "start"});
+    const Graph& graph = *request.graph;
+    const Cluster& cluster = *request.cluster;
+    const int64_t evaluations =
+        params.get_int("evaluations", default_anneal_evaluations(graph), 0, int64_t{1} << 40);
+    const double t_start = params.get_double("t_start", 0.03, 0.0, 10.0);
+    const double t_end = params.get_double("t_end", 1e-4, 0.0, 10.0);
+    const int64_t block_size = params.get_int("block_size", 8, 1, 1 << 20);
+    const std::string start_from =
+        params.get_choice("start", "best", {"best", "single-gpu", "m-etf", "expert"});
+    if (start_from == "expert" && !request.expert) {
+      throw ConfigError(fmt::format(
+          "placer 'anneal': --param start=expert but graph '{}' has no expert placement",
+          graph.name()));
+    }
+    const auto clock_start = std::chrono::steady_clock::now();
+    auto elapsed_s = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
+    };
+
+    PlaceResult result;
+    SimWorkspace workspace;
+    SimResult sim;
+    double penalty_s = 0;
+    auto cost_of = [&](const SimResult& r) {
+      if (r.feasible) return r.step_time_s;
+      int64_t capacity = 0, overflow = 0;
+      for (const OomDevice& o : r.oom_devices) {
+        capacity += o.capacity_bytes;
+        overflow += o.overflow_bytes;
+      }
+      return r.step_time_s + penalty_s * (1.0 + 10.0 * double(overflow) / double(capacity));
+    };
+
+    // Start from the best cheap placement.
+    std::vector<Candidate> starts;
+    for (const char* name : {"single-gpu", "m-etf"}) {
+      if (start_from != "best" && start_from != name) continue;
+      try {
+        PlaceRequest sub = request;
+        sub.params.clear();
+        sub.progress = false;
+        PlaceResult r = make_placer(name)->place(sub);
+        result.evaluations += r.evaluations;
+        starts.push_back({name, std::move(r.placement)});
+      } catch (const ConfigError&) {
+        // e.g. no GPU in the cluster: not a start candidate
+      }
+    }
+    if (request.expert && (start_from == "best" || start_from == "expert")) {
+      starts.push_back({"expert", *request.expert});
+    }
+    if (starts.empty()) {
+      throw ConfigError(
+          fmt::format("placer 'anneal': no start placement ('{}' does not apply to "
+                      "cluster '{}')",
+                      start_from, cluster.name()));
+    }
+    std::vector<SimResult> start_sims(starts.size());
+    for (size_t i = 0; i < starts.size(); ++i) {
+      request.simulator->run(starts[i].placement, workspace, start_sims[i]);
+      ++result.evaluations;
+    }
+    // Penalty scale from the fastest start, then pick the least-cost start.
+    double fastest_start = start_sims[0].step_time_s;
+    for (const SimResult& r : start_sims) fastest_start = std::min(fastest_start, r.step_time_s);
+    penalty_s = 2.0 * std::max(fastest_start, request.simulator->lower_bound_s());
+    size_t chosen = 0;
+    for (size_t i = 1; i < starts.size(); ++i) {
+      if (cost_of(start_sims[i]) < cost_of(start_sims[chosen])) chosen = i;
+    }
+
+    const GroupGraph groups(graph, cluster, *request.costs);
+    const size_t ng = groups.num_groups();
+    Placement current = starts[chosen].placement;
+    std::vector<DeviceId> device_of_group(ng);
+    for (size_t g = 0; g < ng; ++g) {
+      device_of_group[g] = current[graph.group_ops(GroupId::from_index(g)).front()];
+    }
+    std::vector<GroupId> movable;
+    for (size_t g = 0; g < ng; ++g) {
+      if (groups.allowed(GroupId::from_index(g)).size() > 1)
+        movable.push_back(GroupId::from_index(g));
+    }
+    bool all_linked = true;
+    for (size_t a = 0; a < cluster.num_devices(); ++a) {
+      for (size_t b = 0; b < cluster.num_devices(); ++b) {
+        if (a != b && !cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
+          all_linked = false;
+        }
+      }
+    }
+
+    double current_cost = cost_of(start_sims[chosen]);
+    const double start_cost = current_cost;
+    Placement best = current;
+    double best_cost = current_cost;
+    bool best_feasible = start_sims[chosen].feasible;
+    int64_t best_at = 0;
+    const double temp0 = t_start * start_cost;
+    const double temp1 = std::max(t_end * start_cost, 1e-300);
+    const double log_ratio = temp0 > 0 ? std::log(temp1 / temp0) : 0;
+
+    Rng rng(request.seed);
+    std::vector<GroupId> moved;
+    std::vector<DeviceId> previous;
+    std::vector<GroupId> frontier;
+    std::vector<uint8_t> in_block(ng, 0);
+    int64_t done = 0;
+    bool capped = false;
+    auto move_group = [&](GroupId g, DeviceId d) {
+      moved.push_back(g);
+      previous.push_back(device_of_group[g.value()]);
+      device_of_group[g.value()] = d;
+      for (OpId op : graph.group_ops(g)) current.device_of_op[op.value()] = d;
+    };
+    auto random_other_device = [&](GroupId g) {
+      const std::vector<DeviceId>& allowed = groups.allowed(g);
+      const DeviceId here = device_of_group[g.value()];
+      DeviceId d = allowed[rng.uniform_int(allowed.size() - 1)];
+      if (d == here) d = allowed.back();  // uniform over the allowed devices other than `here`
+      return d;
+    };
+
+    for (; !movable.empty() && done < evaluations; ++done) {
+      if (done % 32 == 0 && elapsed_s() > request.budget_seconds) {
+        capped = true;
+        break;
+      }
+      if (request.progress && evaluations >= 10 && done % (evaluations / 10) == 0 && done > 0) {
+        fmt::print(stderr, "anneal: {}/{} evaluations, best {:.6g} s{}\n", done, evaluations,
+                   best_cost, best_feasible ? "" : " (OOM)");
+      }
+      const double temperature = temp0 * std::exp(log_ratio * double(done) / double(evaluations));
+      moved.clear();
+      previous.clear();
+      const GroupId g = movable[rng.uniform_int(movable.size())];
+      const double kind = rng.uniform01();
+      if (kind < 0.5) {
+        move_group(g, random_other_device(g));
+      } else if (kind < 0.8) {
+        const auto nbs = groups.neighbors(g);
+        DeviceId target = DeviceId::invalid();
+        if (!nbs.empty()) {
+          const DeviceId d = device_of_group[nbs[rng.uniform_int(nbs.size())].group.value()];
+          if (d != device_of_group[g.value()] && groups.allows(g, d)) target = d;
+        }
+        move_group(g, target.valid() ? target : random_other_device(g));
+      } else {
+        const DeviceId here = device_of_group[g.value()];
+        const DeviceId target = random_other_device(g);
+        const size_t limit = 1 + rng.uniform_int(uint64_t(block_size));
+        frontier.assign(1, g);
+        in_block[g.value()] = 1;
+        std::vector<GroupId> block;
+        for (size_t head = 0; head < frontier.size() && block.size() < limit; ++head) {
+          const GroupId x = frontier[head];
+          block.push_back(x);
+          for (const GroupNeighbor& nb : groups.neighbors(x)) {
+            const GroupId y = nb.group;
+            if (in_block[y.value()] || device_of_group[y.value()] != here ||
+                !groups.allows(y, target)) {
+              continue;
+            }
+            in_block[y.value()] = 1;
+            frontier.push_back(y);
+          }
+        }
+        for (GroupId x : frontier) in_block[x.value()] = 0;
+        for (GroupId x : block) move_group(x, target);
+      }
+
+      bool valid = true;
+      if (!all_linked) {
+        valid = placement_problem(graph, cluster, *request.costs, current).empty();
+      }
+      double candidate_cost = kInfiniteTime;
+      if (valid) {
+        request.simulator->run(current, workspace, sim);
+        ++result.evaluations;
+        candidate_cost = cost_of(sim);
+      }
+      const double delta = candidate_cost - current_cost;
+      const bool accept =
+          valid &&
+          (delta <= 0 || (temperature > 0 && rng.uniform01() < std::exp(-delta / temperature)));
+      if (!accept) {
+        for (size_t i = moved.size(); i-- > 0;) {
+          const GroupId x = moved[i];
+          device_of_group[x.value()] = previous[i];
+          for (OpId op : graph.group_ops(x)) current.device_of_op[op.value()] = previous[i];
+        }
+        continue;
+      }
+      current_cost = candidate_cost;
+      const bool better = (sim.feasible && !best_feasible) ||
+                          (sim.feasible == best_feasible && candidate_cost < best_cost);
+      if (better) {
+        best = current;
+        best_cost = candidate_cost;
+        best_feasible = sim.feasible;
+        best_at = done + 1;
+      }
+    }
+
+    result.placement = std::move(best);
+    if (!best_feasible) {
+      result.infeasible_reason =
+          "no placement found that fits in memory (started from " + starts[chosen].name + ")";
+    }
+    result.note = fmt::format("started from {} ({:.6g} s); {} moves, best at move {}",
+                              starts[chosen].name, start_cost, done, best_at);
+    if (capped) {
+      result.note += fmt::format(
+          "; stopped by --budget-seconds before {} evaluations: the result depends on machine "
+          "speed",
+          evaluations);
+    }
+    return result;
+  }
+};
+
+}  // namespace
+
+int64_t default_anneal_evaluations(const Graph& graph) {
+  const double size = double(graph.num_ops() + graph.num_edges());
+  return std::clamp<int64_t>(int64_t(3e7 / std::max(size, 1.0)), 2000, 20000);
+}
+
+std::unique_ptr<Placer> make_anneal_placer() { return std::make_unique<AnnealPlacer>(); }
+
+void register_search_placers() {
+  register_placer({"anneal",
+                   "simulated annealing over group moves, the simulator as objective (seeded)",
+                   true, true, make_anneal_placer});
+}
+
+}  // namespace dplace

@@ -1,0 +1,41 @@
+// anneal: simulated annealing over colocation-group moves with the simulator as the objective
+// (Kirkpatrick, Gelatt and Vecchi, Science 1983). The strongest non-learning placer in dplace and
+// the bar a learning placer must clear.
+//
+// Start: the lowest-cost of single-gpu, the expert placement (when given) and m-etf
+// (--param start=best), or the one named by --param start=single-gpu|m-etf|expert.
+// Cost of a placement: its simulated step time; an OOM placement costs
+//   step + P * (1 + 10 * overflow / capacity of the overflowing devices),
+// where P is twice the start's step time, so any fitting placement beats any OOM one of similar
+// speed. The result is the best fitting placement seen (the least-cost one when none fits).
+// Moves (each proposes new devices for whole colocation groups that allow more than one device):
+//   50% move one group to another allowed device;
+//   30% pull one group onto the device of a neighbour (a group it exchanges tensors with);
+//   20% move a block (the group and up to block_size - 1 neighbours reached through groups on
+//       the same device, breadth first) to another device that all of them allow.
+// A move is accepted when it does not raise the cost, else with probability exp(-delta / T); T
+// falls geometrically from t_start * start cost to t_end * start cost over the evaluations.
+//
+// Determinism: the move sequence depends only on --seed and the evaluation count, so a run that
+// finishes its evaluations gives the same placement on any machine. --budget-seconds is only a
+// safety cap: a run that hits it stops early, says so in the note, and then depends on speed.
+//
+// Parameters (--param): evaluations (Default: clamp(3e7 / (ops + edges), 2000, 20000)),
+// t_start (Default: 0.03), t_end (Default: 1e-4), block_size (Default: 8), start (Default: best).
+//
+// Thread safety: a placer object runs one place() at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "dplace/ir/graph.h"
+#include "dplace/placers/placer.h"
+
+namespace dplace {
+
+std::unique_ptr<Placer> make_anneal_placer();
+// The default of --param evaluations for this graph.
+int64_t default_anneal_evaluations(const Graph& graph);
+
+}  // namespace dplace
