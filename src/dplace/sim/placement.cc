@@ -1,1 +1,91 @@
-// TODO(owner): not written yet.
+#include "dplace/sim/placement.h"
+
+#include <fmt/format.h>
+
+#include "dplace/core/error.h"
+
+namespace dplace {
+
+Placement placement_from_groups(const Graph& graph, const std::vector<DeviceId>& device_of_group) {
+  DPLACE_CHECK(device_of_group.size() == graph.num_groups())
+      << "placement_from_groups: " << device_of_group.size() << " devices for "
+      << graph.num_groups() << " groups";
+  Placement p;
+  p.device_of_op.resize(graph.num_ops());
+  for (size_t i = 0; i < graph.num_ops(); ++i) {
+    p.device_of_op[i] = device_of_group[graph.group_of(OpId::from_index(i)).value()];
+  }
+  return p;
+}
+
+Placement single_device_placement(const Graph& graph, DeviceId device) {
+  Placement p;
+  p.device_of_op.assign(graph.num_ops(), device);
+  return p;
+}
+
+namespace {
+
+std::string allowed_list(const Op& op) {
+  std::string out;
+  for (const std::string& d : op.devices) {
+    if (!out.empty()) out += ", ";
+    out += d;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string placement_problem(const Graph& graph, const Cluster& cluster, const CostTable& costs,
+                              const Placement& placement) {
+  const size_t n = graph.num_ops();
+  if (placement.device_of_op.size() != n) {
+    return fmt::format("placement has {} entries but graph '{}' has {} ops",
+                       placement.device_of_op.size(), graph.name(), n);
+  }
+  if (costs.num_ops() != n || costs.num_devices() != cluster.num_devices()) {
+    return fmt::format("cost table is for {} ops x {} devices, not graph '{}' on cluster '{}'",
+                       costs.num_ops(), costs.num_devices(), graph.name(), cluster.name());
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const OpId id = OpId::from_index(i);
+    const DeviceId d = placement[id];
+    if (!d.valid() || d.value() >= cluster.num_devices()) {
+      return fmt::format("op '{}' is not assigned to a device of cluster '{}'", graph.op(id).name,
+                         cluster.name());
+    }
+    if (!costs.allowed(id, d)) {
+      return fmt::format("op '{}' is on '{}' but allows only {}", graph.op(id).name,
+                         cluster.device(d).name, allowed_list(graph.op(id)));
+    }
+  }
+  for (size_t g = 0; g < graph.num_groups(); ++g) {
+    const auto ops = graph.group_ops(GroupId::from_index(g));
+    const DeviceId first = placement[ops.front()];
+    for (OpId id : ops) {
+      if (placement[id] != first) {
+        return fmt::format("colocation group '{}' is split over '{}' and '{}'",
+                           graph.group_name(GroupId::from_index(g)), cluster.device(first).name,
+                           cluster.device(placement[id]).name);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const OpId id = OpId::from_index(i);
+    const DeviceId from = placement[id];
+    for (uint32_t k = 0; k < graph.num_outputs(id); ++k) {
+      for (OpId consumer : graph.consumers({id, k})) {
+        const DeviceId to = placement[consumer];
+        if (to != from && cluster.link(from, to) == nullptr) {
+          return fmt::format("tensor '{}:{}' must move '{}' -> '{}' but there is no link",
+                             graph.op(id).name, k, cluster.device(from).name,
+                             cluster.device(to).name);
+        }
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace dplace

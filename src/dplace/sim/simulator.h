@@ -18,6 +18,9 @@
 //     consumes is freed when its producer finishes); a received tensor from its transfer's start
 //     until its last consumer there finishes; temp_bytes while the op runs. At one instant, frees
 //     happen before allocations. Peak above memory_bytes is OOM: reported, step time still given.
+//     Precisely: each allocation is held over the half-open interval [alloc, free), and a device's
+//     peak is the largest level over time, so bytes held for zero time (temp_bytes of a
+//     zero-length op, the unconsumed output of a zero-length op) never count.
 //  6. Step time: when the last op or transfer finishes.
 //  7. Lower bound: max(critical path with each op at its fastest allowed device and free
 //     communication, sum over ops of fastest time / number of devices).
@@ -133,8 +136,38 @@ class Simulator {
   const Cluster& cluster_;
   const CostTable& costs_;
   double lower_bound_s_ = 0;
-  // Static per-op data laid out for the hot loop (filled at construction).
-  std::vector<uint32_t> num_inputs_unique_;  // distinct input tensors per op
+
+  // Static data laid out for the hot loop (filled at construction). A tensor (op, k) has the flat
+  // index ops_[op].output_begin + k; tensors are also ranked by (producer topo rank, output index).
+  struct OpInfo {
+    uint32_t input_begin = 0;  // distinct input tensors: inputs_[input_begin, input_end)
+    uint32_t input_end = 0;
+    uint32_t output_begin = 0;  // output tensors: [output_begin, output_end)
+    uint32_t output_end = 0;
+    uint32_t rank = 0;        // Graph::topo_rank
+    int64_t start_bytes = 0;  // outputs + temp, allocated when the op starts
+    int64_t temp_bytes = 0;
+  };
+  struct TensorInfo {
+    uint32_t consumer_begin = 0;  // distinct consumer ops: consumers_[begin, end), by op index
+    uint32_t consumer_end = 0;
+    uint32_t producer = 0;
+    uint32_t rank = 0;
+    int64_t bytes = 0;
+  };
+  size_t num_ops_ = 0;
+  size_t num_devices_ = 0;
+  size_t max_transfers_ = 0;  // sum over tensors of min(consumers, devices - 1)
+  std::vector<OpInfo> ops_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<uint32_t> inputs_;
+  std::vector<uint32_t> consumers_;
+  std::vector<uint32_t> op_of_rank_;      // Graph::topo_order
+  std::vector<uint32_t> tensor_of_rank_;  // inverse of TensorInfo::rank
+  std::vector<int64_t> param_bytes_;      // per op
+  std::vector<double> times_;             // op * num_devices + device; copy of the cost table
+  std::vector<Link> channel_link_;        // from * num_devices + to
+  std::vector<uint8_t> channel_has_link_;
 };
 
 }  // namespace dplace
