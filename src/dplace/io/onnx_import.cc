@@ -65,6 +65,9 @@ namespace ox = ::ONNX_NAMESPACE;
 // Initializer payloads larger than this are not copied out of the file: only shape-like tensors
 // (small integer vectors) are ever needed by shape inference.
 constexpr size_t kMaxKeptPayloadBytes = 4096;
+// Constant nodes holding at least this many bytes count as weights (small ones are shape and
+// scalar constants).
+constexpr int64_t kMinConstantWeightBytes = 1024;
 // Constant tensors up to this many elements are evaluated when folding.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 16;
 
@@ -113,22 +116,56 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Copies a serialized ModelProto, leaving out the payload of every initializer whose data fields
-// together exceed kMaxKeptPayloadBytes. Walks the protobuf wire format directly (ModelProto.graph =
-// 7, GraphProto.initializer = 5, GraphProto.sparse_initializer = 15, TensorProto data fields 4-7,
-// 9-11), so skipped payloads are never touched. Throws FormatError for malformed wire data.
+// Copies a serialized ModelProto, leaving out the payload of every tensor whose data fields
+// together exceed kMaxKeptPayloadBytes: initializers, sparse initializers and tensor-valued node
+// attributes (Constant values), in the main graph and in subgraphs. Walks the protobuf wire format
+// directly (field numbers from onnx.proto: ModelProto.graph 7; GraphProto.node 1, initializer 5,
+// sparse_initializer 15; NodeProto.attribute 5; AttributeProto.t 5, g 6, graphs 10, tensors 11,
+// sparse_tensor 22, sparse_tensors 23; SparseTensorProto.values 1, indices 2; TensorProto data
+// fields 4-7 and 9-11), so skipped payloads are never touched. Throws FormatError for malformed
+// wire data.
 class WireFilter {
  public:
   WireFilter(std::string_view file, const std::string& path) : file_(file), path_(path) {}
 
   std::string filtered_model() {
     std::string out;
-    filter_message(0, file_.size(), Level::kModel, out);
+    filter_message(0, file_.size(), Level::kModel, 0, out);
     return out;
   }
 
  private:
-  enum class Level { kModel, kGraph, kSparseTensor, kTensor };
+  enum class Level { kModel, kGraph, kNode, kAttribute, kSparseTensor, kTensor };
+  static constexpr int kMaxDepth = 64;  // nested subgraphs
+
+  // The message type of field `number` inside a `parent` message, when it is one to filter.
+  static std::optional<Level> child_level(Level parent, uint32_t number) {
+    switch (parent) {
+      case Level::kModel:
+        if (number == 7) return Level::kGraph;
+        break;
+      case Level::kGraph:
+        if (number == 1) return Level::kNode;
+        if (number == 5) return Level::kTensor;
+        if (number == 15) return Level::kSparseTensor;
+        break;
+      case Level::kNode:
+        if (number == 5) return Level::kAttribute;
+        break;
+      case Level::kAttribute:
+        if (number == 5 || number == 11) return Level::kTensor;
+        if (number == 6 || number == 10) return Level::kGraph;
+        if (number == 22 || number == 23) return Level::kSparseTensor;
+        break;
+      case Level::kSparseTensor:
+        if (number == 1 || number == 2) return Level::kTensor;
+        break;
+      case Level::kTensor:
+        break;
+    }
+    return std::nullopt;
+  }
+
   struct Field {
     uint32_t number = 0;
     uint32_t wire_type = 0;
@@ -202,9 +239,10 @@ class WireFilter {
     out.append(file_.substr(f.begin, f.end - f.begin));
   }
 
-  void append_filtered(const Field& f, Level level, std::string& out) {
+  void append_filtered(const Field& f, Level level, int depth, std::string& out) {
+    if (depth > kMaxDepth) malformed("messages nested too deeply", f.begin);
     std::string body;
-    filter_message(f.payload_begin, f.end, level, body);
+    filter_message(f.payload_begin, f.end, level, depth, body);
     write_varint((uint64_t{f.number} << 3) | 2, out);
     write_varint(body.size(), out);
     out += body;
@@ -214,7 +252,7 @@ class WireFilter {
     return (number >= 4 && number <= 7) || (number >= 9 && number <= 11);
   }
 
-  void filter_message(size_t begin, size_t end, Level level, std::string& out) {
+  void filter_message(size_t begin, size_t end, Level level, int depth, std::string& out) {
     bool drop_payload = false;
     if (level == Level::kTensor) {
       size_t payload_bytes = 0;
@@ -228,15 +266,10 @@ class WireFilter {
     for (size_t pos = begin; pos < end;) {
       Field f = read_field(pos, end);
       pos = f.end;
-      if (f.wire_type == 2 && level == Level::kModel && f.number == 7) {
-        append_filtered(f, Level::kGraph, out);
-      } else if (f.wire_type == 2 && level == Level::kGraph && f.number == 5) {
-        append_filtered(f, Level::kTensor, out);
-      } else if (f.wire_type == 2 && level == Level::kGraph && f.number == 15) {
-        append_filtered(f, Level::kSparseTensor, out);
-      } else if (f.wire_type == 2 && level == Level::kSparseTensor &&
-                 (f.number == 1 || f.number == 2)) {
-        append_filtered(f, Level::kTensor, out);
+      std::optional<Level> child =
+          f.wire_type == 2 ? child_level(level, f.number) : std::optional<Level>();
+      if (child) {
+        append_filtered(f, *child, depth + 1, out);
       } else if (drop_payload && is_tensor_payload(f.number)) {
         continue;
       } else {
@@ -1702,6 +1735,81 @@ class OnnxImporter {
     return NodeKind::kRuntime;
   }
 
+  // Rank of input `slot` when its shape is known.
+  std::optional<int> input_rank(const ox::NodeProto& node, int slot) const {
+    if (slot >= node.input_size() || node.input(slot).empty()) return std::nullopt;
+    auto it = types_.find(node.input(slot));
+    if (it == types_.end() || !it->second->has_tensor_type() ||
+        !it->second->tensor_type().has_shape()) {
+      return std::nullopt;
+    }
+    return it->second->tensor_type().shape().dim_size();
+  }
+
+  // ONNX 1.12's inference functions index some inputs' dims and attribute lists without checking
+  // them first; these checks keep a malformed model from crashing there. Returns the problem, or
+  // "" when the node may be inferred.
+  std::string precheck(const ox::NodeProto& node) const {
+    const std::string& op = node.op_type();
+    auto rank = [&](int slot) { return input_rank(node, slot); };
+    auto rank_is = [&](int slot, int want) -> std::string {
+      std::optional<int> r = rank(slot);
+      if (r && *r != want) {
+        return "input " + std::to_string(slot) + " has rank " + std::to_string(*r) + ", expected " +
+               std::to_string(want);
+      }
+      return "";
+    };
+    static const std::unordered_set<std::string> kSpatial = {
+        "Conv",       "ConvTranspose",     "ConvInteger",   "QLinearConv",
+        "MaxPool",    "AveragePool",       "LpPool",        "MaxUnpool",
+        "MaxRoiPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"};
+    if (kSpatial.count(op) > 0) {
+      std::optional<int> x = rank(0);
+      if (x && *x < 3) return "input 0 has rank " + std::to_string(*x) + ", expected at least 3";
+      int w_slot = op == "QLinearConv" ? 3 : 1;
+      if (op.find("Conv") != std::string::npos && x) {
+        if (std::string e = rank_is(w_slot, *x); !e.empty()) return e;
+      }
+      for (const char* name :
+           {"kernel_shape", "strides", "dilations", "output_padding", "output_shape", "pads"}) {
+        const ox::AttributeProto* a = find_attr(node, name);
+        if (a == nullptr) continue;
+        for (int64_t v : a->ints()) {
+          bool ok = std::string_view(name) == "pads" || std::string_view(name) == "output_padding"
+                        ? v >= 0
+                        : v > 0;
+          if (!ok) return std::string("attribute '") + name + "' has a bad value";
+        }
+        if (!x) continue;
+        int want = (std::string_view(name) == "pads" ? 2 : 1) * (*x - 2);
+        if (a->ints_size() != want) {
+          return std::string("attribute '") + name + "' has " + std::to_string(a->ints_size()) +
+                 " values, expected " + std::to_string(want);
+        }
+      }
+      if (attr_int(node, "group", 1) <= 0) return "attribute 'group' must be positive";
+    }
+    if (op == "Gemm") {
+      for (int slot : {0, 1}) {
+        if (std::string e = rank_is(slot, 2); !e.empty()) return e;
+      }
+    }
+    if (op == "LSTM" || op == "GRU" || op == "RNN") {
+      for (int slot : {0, 1, 2}) {
+        if (std::string e = rank_is(slot, 3); !e.empty()) return e;
+      }
+      if (std::string e = rank_is(3, 2); !e.empty()) return e;
+      if (attr_int(node, "hidden_size", 1) <= 0) return "attribute 'hidden_size' must be positive";
+    }
+    if (op == "MatMul" || op == "MatMulInteger") {
+      for (int slot : {0, 1}) {
+        if (std::optional<int> r = rank(slot); r && *r == 0) return "scalar operand";
+      }
+    }
+    return "";
+  }
+
   // Runs ONNX type-and-shape inference for one node. Returns the output types (empty TypeProto
   // where nothing was inferred) and sets `error` to ONNX's message when inference failed.
   std::vector<ox::TypeProto> infer(ox::NodeProto& node, std::string& error) {
@@ -1719,7 +1827,12 @@ class OnnxImporter {
       }
       return out;
     }
+    if (std::string problem = precheck(node); !problem.empty()) {
+      error = problem;
+      return out;
+    }
     try {
+      schema->Verify(node);
       if (!graph_context_) {
         symbol_table_ = std::make_unique<ox::shape_inference::SymbolTableImpl>();
         graph_context_ = std::make_unique<ox::shape_inference::GraphInferenceContext>(
@@ -1785,6 +1898,18 @@ class OnnxImporter {
     std::sort(params.begin(), params.end());
     params.erase(std::unique(params.begin(), params.end()), params.end());
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    if (domain.empty() && node.op_type() == "Constant" && node.output_size() == 1) {
+      // A large Constant is a weight stored in the graph (some exporters do this).
+      const ox::AttributeProto* value = find_attr(node, "value");
+      if (value != nullptr && value->has_t()) {
+        const ox::TensorProto& t = value->t();
+        int64_t bytes = product({t.dims().begin(), t.dims().end()}) * element_bytes(t.data_type());
+        if (bytes >= kMinConstantWeightBytes) {
+          params = {static_cast<uint32_t>(params_.size())};
+          params_.push_back({node.output(0), bytes, false});
+        }
+      }
+    }
     std::optional<Literal> result;
     if (domain.empty() && node.output_size() >= 1) {
       result = evaluate(node, opset_of(""), in, in_types);

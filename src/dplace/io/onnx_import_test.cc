@@ -437,6 +437,31 @@ TEST(OnnxImportTest, ExternalWeightsWithAbsentFileRead) {
   EXPECT_EQ(loaded.graph.total_param_bytes(), 64 * 32 * 4);
 }
 
+TEST(OnnxImportTest, LargeConstantNodeIsAWeightAndSmallOneIsNot) {
+  ModelBuilder m;
+  m.input("x", {2, 64});
+  auto& big = m.node("Constant", {}, {"w"});
+  auto* value = big.add_attribute();
+  value->set_name("value");
+  value->set_type(ox::AttributeProto_AttributeType_TENSOR);
+  value->mutable_t()->set_data_type(ox::TensorProto_DataType_FLOAT);
+  value->mutable_t()->add_dims(64);
+  value->mutable_t()->add_dims(64);
+  value->mutable_t()->set_raw_data(std::string(64 * 64 * 4, '\x02'));
+  auto& small = m.node("Constant", {}, {"two"});
+  auto* scalar = small.add_attribute();
+  scalar->set_name("value_float");
+  scalar->set_type(ox::AttributeProto_AttributeType_FLOAT);
+  scalar->set_f(2.0f);
+  m.node("MatMul", {"x", "w"}, {"h"});
+  m.node("Mul", {"h", "two"}, {"y"});
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("constant.onnx"), {});
+  EXPECT_EQ(op_named(loaded.graph, "h").param_bytes, 64 * 64 * 4);
+  EXPECT_EQ(op_named(loaded.graph, "y").param_bytes, 0);
+  EXPECT_EQ(loaded.graph.num_ops(), 3u);
+}
+
 TEST(OnnxImportTest, GeluWithoutSchemaKeepsItsInputShape) {
   // Gelu is in ONNX opset 20; this libonnx stops earlier, so it has no schema here.
   ModelBuilder m(20);
@@ -557,6 +582,24 @@ TEST(OnnxImportTest, DanglingInputAndCycleAreFormatErrors) {
   cycle.node("Relu", {"a"}, {"b"});
   cycle.output("b");
   EXPECT_NE(error_of(cycle.save("cycle.onnx")).find("the graph has a cycle"), std::string::npos);
+}
+
+TEST(OnnxImportTest, InputsOfTheWrongRankAreErrorsBeforeOnnxInferenceSeesThem) {
+  // ONNX 1.12's ConvTranspose inference indexes W's dims unchecked: a rank-1 W must not reach it.
+  ModelBuilder m;
+  m.input("x", {1, 8, 8, 8}).weight("w", {4});
+  m.node("ConvTranspose", {"x", "w"}, {"y"});
+  m.output("y");
+  EXPECT_NE(error_of(m.save("bad_rank.onnx")).find("input 1 has rank 1, expected 4"),
+            std::string::npos);
+
+  ModelBuilder pool;
+  pool.input("x", {1, 2, 6, 6});
+  ModelBuilder::attr(pool.node("MaxPool", {"x"}, {"y"}), "kernel_shape", std::vector<int64_t>{3});
+  pool.output("y");
+  EXPECT_NE(error_of(pool.save("bad_kernel.onnx"))
+                .find("attribute 'kernel_shape' has 1 values, expected 2"),
+            std::string::npos);
 }
 
 TEST(OnnxImportTest, MissingOpsetIsAFormatError) {
