@@ -1,0 +1,193 @@
+#include "dplace/placers/pipeline/ideals.h"
+
+#include <algorithm>
+
+#include "dplace/core/error.h"
+
+namespace dplace {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Depth-first enumeration in discovery order (see the header).
+class Enumerator {
+ public:
+  Enumerator(const UnitDag& dag, size_t max_ideals, const std::vector<uint64_t>& keys,
+             const std::vector<double>& unit_weight)
+      : dag_(dag),
+        max_ideals_(max_ideals),
+        keys_(keys),
+        unit_weight_(unit_weight),
+        words_((dag.num_units + 63) / 64) {
+    cur_.assign(words_, 0);
+    cands_.resize(dag.num_units + 1);
+    outside_.resize(dag.num_units + 1);
+    offsets_.push_back(0);
+  }
+
+  // Returns false on overflow.
+  bool run() {
+    for (uint32_t u = 0; u < dag_.num_units; ++u) {
+      if (dag_.pred[u].empty()) cands_[0].push_back(u);
+    }
+    outside_[0] = cands_[0];
+    record(0, outside_[0]);
+    recurse(0);
+    return !overflow_;
+  }
+
+  std::vector<uint64_t> bits_;
+  std::vector<uint64_t> hashes_;
+  std::vector<uint32_t> cardinality_;
+  std::vector<double> weights_;
+  std::vector<uint64_t> offsets_;
+  std::vector<uint32_t> addable_;
+
+ private:
+  bool in_cur(uint32_t u) const { return (cur_[u >> 6] >> (u & 63)) & 1; }
+
+  void record(uint32_t size, const std::vector<uint32_t>& outside) {
+    if (hashes_.size() >= max_ideals_) {
+      overflow_ = true;
+      return;
+    }
+    bits_.insert(bits_.end(), cur_.begin(), cur_.end());
+    hashes_.push_back(hash_);
+    cardinality_.push_back(size);
+    if (!unit_weight_.empty()) weights_.push_back(weight_);
+    addable_.insert(addable_.end(), outside.begin(), outside.end());
+    offsets_.push_back(addable_.size());
+  }
+
+  void recurse(uint32_t depth) {
+    // cands_[depth]: addable units not yet branched on; outside_[depth]: all addable units.
+    const size_t n = cands_[depth].size();
+    for (size_t i = 0; i < n && !overflow_; ++i) {
+      const uint32_t v = cands_[depth][i];
+      cur_[v >> 6] |= uint64_t{1} << (v & 63);
+      hash_ ^= keys_[v];
+      const double saved_weight = weight_;
+      if (!unit_weight_.empty()) weight_ += unit_weight_[v];
+      std::vector<uint32_t>& next_cands = cands_[depth + 1];
+      std::vector<uint32_t>& next_outside = outside_[depth + 1];
+      next_cands.assign(cands_[depth].begin() + static_cast<ptrdiff_t>(i) + 1, cands_[depth].end());
+      next_outside.clear();
+      for (uint32_t w : outside_[depth]) {
+        if (w != v) next_outside.push_back(w);
+      }
+      for (uint32_t w : dag_.succ[v]) {
+        bool ready = true;
+        for (uint32_t p : dag_.pred[w]) {
+          if (!in_cur(p)) {
+            ready = false;
+            break;
+          }
+        }
+        if (ready) {
+          next_cands.push_back(w);
+          next_outside.push_back(w);
+        }
+      }
+      record(depth + 1, next_outside);
+      recurse(depth + 1);
+      cur_[v >> 6] &= ~(uint64_t{1} << (v & 63));
+      hash_ ^= keys_[v];
+      weight_ = saved_weight;
+    }
+  }
+
+  const UnitDag& dag_;
+  size_t max_ideals_;
+  const std::vector<uint64_t>& keys_;
+  const std::vector<double>& unit_weight_;
+  size_t words_;
+  std::vector<uint64_t> cur_;
+  uint64_t hash_ = 0;
+  double weight_ = 0;
+  bool overflow_ = false;
+  std::vector<std::vector<uint32_t>> cands_;
+  std::vector<std::vector<uint32_t>> outside_;
+};
+
+}  // namespace
+
+size_t IdealLattice::bytes_per_ideal(size_t num_units) {
+  const size_t words = (num_units + 63) / 64;
+  // bitset + hash + cardinality + offset + ~2 table slots, during and after the sort.
+  return 2 * (8 * words + 8 + 4 + 8) + 2 * 4;
+}
+
+std::optional<IdealLattice> IdealLattice::build(const UnitDag& dag, size_t max_ideals,
+                                                const std::vector<double>& unit_weight) {
+  DPLACE_CHECK(unit_weight.empty() || unit_weight.size() == dag.num_units) << "one weight per unit";
+  const size_t m = dag.num_units;
+  uint64_t seed = 0x5EEDBA5E0F1DEA15ULL;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    std::vector<uint64_t> keys(m);
+    for (uint64_t& k : keys) k = splitmix64(seed);
+    Enumerator e(dag, max_ideals, keys, unit_weight);
+    if (!e.run()) return std::nullopt;
+
+    // Renumber by cardinality (stable): every proper subset gets a smaller id.
+    const size_t n = e.hashes_.size();
+    std::vector<uint32_t> bucket_start(m + 2, 0);
+    for (uint32_t c : e.cardinality_) ++bucket_start[c + 1];
+    for (size_t c = 1; c < bucket_start.size(); ++c) bucket_start[c] += bucket_start[c - 1];
+    std::vector<uint32_t> order(n);
+    for (uint32_t old = 0; old < n; ++old) order[bucket_start[e.cardinality_[old]]++] = old;
+
+    IdealLattice lat;
+    lat.num_units_ = m;
+    lat.words_ = (m + 63) / 64;
+    lat.keys_ = keys;
+    lat.bits_.resize(n * lat.words_);
+    lat.hashes_.resize(n);
+    lat.cardinality_.resize(n);
+    if (!unit_weight.empty()) lat.weights_.resize(n);
+    lat.addable_offsets_.resize(n + 1);
+    lat.addable_.reserve(e.addable_.size());
+    lat.addable_offsets_[0] = 0;
+    for (size_t id = 0; id < n; ++id) {
+      const uint32_t old = order[id];
+      std::copy_n(e.bits_.begin() + static_cast<ptrdiff_t>(old * lat.words_), lat.words_,
+                  lat.bits_.begin() + static_cast<ptrdiff_t>(id * lat.words_));
+      lat.hashes_[id] = e.hashes_[old];
+      lat.cardinality_[id] = e.cardinality_[old];
+      if (!unit_weight.empty()) lat.weights_[id] = e.weights_[old];
+      lat.addable_.insert(lat.addable_.end(),
+                          e.addable_.begin() + static_cast<ptrdiff_t>(e.offsets_[old]),
+                          e.addable_.begin() + static_cast<ptrdiff_t>(e.offsets_[old + 1]));
+      lat.addable_offsets_[id + 1] = lat.addable_.size();
+    }
+    DPLACE_CHECK(lat.cardinality_.front() == 0 && lat.cardinality_.back() == m)
+        << "ideal enumeration lost the empty or the full set";
+
+    size_t table_size = 16;
+    while (table_size < 2 * n) table_size *= 2;
+    lat.table_.assign(table_size, kNone);
+    lat.mask_ = table_size - 1;
+    bool collision = false;
+    for (uint32_t id = 0; id < n && !collision; ++id) {
+      size_t slot = static_cast<size_t>(lat.hashes_[id] >> 17) & lat.mask_;
+      while (lat.table_[slot] != kNone) {
+        if (lat.hashes_[lat.table_[slot]] == lat.hashes_[id]) {
+          collision = true;
+          break;
+        }
+        slot = (slot + 1) & lat.mask_;
+      }
+      lat.table_[slot] = id;
+    }
+    if (!collision) return lat;
+  }
+  DPLACE_CHECK(false) << "64-bit hash collisions between ideals on four seeds";
+  return std::nullopt;
+}
+
+}  // namespace dplace

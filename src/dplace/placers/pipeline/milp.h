@@ -1,0 +1,59 @@
+// A small mixed-integer program builder solved with COIN-OR CBC (through its C interface), for
+// the pipeline integer programs. Minimisation only.
+//
+// Thread safety: a MilpModel is a plain value; solve_milp is re-entrant (one CBC model per call).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dplace {
+
+class MilpModel {
+ public:
+  enum class Sense : char { kLessEqual = 'L', kGreaterEqual = 'G', kEqual = 'E' };
+
+  // Returns the column index.
+  int add_column(double lower, double upper, double objective, bool integer);
+  void add_row(std::span<const int> columns, std::span<const double> coefficients, Sense sense,
+               double rhs);
+  // Convenience for short rows.
+  void add_row(std::initializer_list<std::pair<int, double>> terms, Sense sense, double rhs);
+
+  size_t num_columns() const { return lower_.size(); }
+  size_t num_rows() const { return row_rhs_.size(); }
+  size_t num_integers() const;
+
+ private:
+  friend struct MilpSolver;
+  std::vector<double> lower_, upper_, objective_;
+  std::vector<uint8_t> integer_;
+  std::vector<size_t> row_start_ = {0};
+  std::vector<int> row_columns_;
+  std::vector<double> row_coefficients_;
+  std::vector<char> row_sense_;
+  std::vector<double> row_rhs_;
+};
+
+struct MilpOptions {
+  double time_limit_s = 60;  // Default: 60.
+  int threads = 1;           // Default: 1.
+  // A feasible assignment of the integer columns (index, value); may be empty.
+  std::vector<std::pair<int, double>> start;
+};
+
+struct MilpResult {
+  enum class Status { kOptimal, kFeasible, kInfeasible, kNoSolution };
+  Status status = Status::kNoSolution;
+  std::vector<double> values;  // column values when a solution exists
+  double objective = 0;
+  double best_bound = 0;  // proven lower bound on the optimum
+  double seconds = 0;
+  int64_t nodes = 0;
+};
+
+MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
+
+}  // namespace dplace

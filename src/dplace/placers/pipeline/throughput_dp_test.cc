@@ -1,0 +1,133 @@
+#include "dplace/placers/pipeline/throughput_dp.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "dplace/placers/pipeline/pipeline.h"
+#include "dplace/placers/pipeline/test_problems.h"
+
+namespace dplace {
+namespace {
+
+using testing_pipeline::add_node;
+using testing_pipeline::add_tensor;
+using testing_pipeline::brute_force_throughput;
+using testing_pipeline::make_problem;
+using testing_pipeline::random_problem;
+
+PipelinePlan solve(const PipelineProblem& p, bool contiguous = true) {
+  PipelineRequest request;
+  request.problem = &p;
+  request.options.contiguous = contiguous;
+  request.options.time_limit_s = 20;
+  return solve_pipeline(request);
+}
+
+TEST(ThroughputDpTest, SplitsAChainWhereCommunicationIsCheapest) {
+  // a(4) -> b(4) -> c(4) -> d(4) on 2 accelerators; cutting after b costs 1, elsewhere 10.
+  PipelineProblem p = make_problem(2, 0);
+  for (int i = 0; i < 4; ++i) add_node(p, 4, 40);
+  add_tensor(p, 0, {1}, 10);
+  add_tensor(p, 1, {2}, 1);
+  add_tensor(p, 2, {3}, 10);
+  const PipelinePlan plan = solve(p);
+  ASSERT_TRUE(plan.feasible);
+  EXPECT_TRUE(plan.optimal);
+  EXPECT_DOUBLE_EQ(plan.max_load_s, 9.0);  // 4 + 4 + 1 on each side
+  EXPECT_EQ(plan.device_of_node[0], plan.device_of_node[1]);
+  EXPECT_NE(plan.device_of_node[1], plan.device_of_node[2]);
+  EXPECT_TRUE(plan.contiguous);
+  EXPECT_EQ(plan.method, "ideal-dp");
+  EXPECT_EQ(plan.ideals, 5u);
+}
+
+TEST(ThroughputDpTest, UsesTheCpuWhenItHelpsAndPaysItNoCommunication) {
+  // Two independent nodes of accel time 10 (CPU 12) and one accelerator: the CPU takes one.
+  PipelineProblem p = make_problem(1, 1);
+  add_node(p, 10, 12);
+  add_node(p, 10, 12);
+  add_node(p, 1, 100);
+  add_tensor(p, 0, {2}, 5);
+  add_tensor(p, 1, {2}, 5);
+  const PipelinePlan plan = solve(p);
+  ASSERT_TRUE(plan.feasible);
+  // Best: CPU takes one of the 10s (load 12); accel: 10 + 1 + tensor from the CPU node (5) = 16.
+  EXPECT_DOUBLE_EQ(plan.max_load_s, 16.0);
+  EXPECT_DOUBLE_EQ(plan.max_load_s, brute_force_throughput(p, true));
+}
+
+TEST(ThroughputDpTest, RespectsTheMemoryCap) {
+  PipelineProblem p = make_problem(2, 0, 10.0);
+  add_node(p, 1, 10, 6);
+  add_node(p, 100, 1000, 6);
+  add_tensor(p, 0, {1}, 0);
+  const PipelinePlan plan = solve(p);
+  ASSERT_TRUE(plan.feasible);
+  EXPECT_NE(plan.device_of_node[0], plan.device_of_node[1]);
+  EXPECT_DOUBLE_EQ(plan.max_load_s, 100.0);
+}
+
+TEST(ThroughputDpTest, ReportsInfeasibleWhenNothingFits) {
+  PipelineProblem p = make_problem(1, 0, 10.0);
+  add_node(p, 1, 10, 11);
+  const PipelinePlan plan = solve(p);
+  EXPECT_FALSE(plan.feasible);
+  EXPECT_FALSE(plan.infeasible_reason.empty());
+}
+
+TEST(ThroughputDpTest, MatchesBruteForceOnRandomSmallDags) {
+  std::mt19937_64 rng(12345);
+  int checked = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 4 + trial % 4;           // 4..7 nodes
+    const bool backward = trial % 3 == 1;  // paired backward nodes and orphans
+    const bool cap = trial % 2 == 0;
+    const int accels = 1 + trial % 3;
+    const PipelineProblem p = random_problem(rng, n, accels, trial % 4 == 0 ? 0 : 1, backward, cap);
+    const double expected = brute_force_throughput(p, true);
+    const PipelinePlan plan = solve(p);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    if (std::isinf(expected)) {
+      EXPECT_FALSE(plan.feasible);
+      continue;
+    }
+    ASSERT_TRUE(plan.feasible);
+    EXPECT_TRUE(plan.optimal);
+    EXPECT_TRUE(plan.contiguous);
+    EXPECT_NEAR(plan.max_load_s, expected, 1e-9 * expected);
+    ++checked;
+  }
+  EXPECT_GE(checked, 40);
+}
+
+TEST(ThroughputDpTest, ChainHeuristicIsAnUpperBound) {
+  std::mt19937_64 rng(99);
+  for (int trial = 0; trial < 20; ++trial) {
+    const PipelineProblem p = random_problem(rng, 7, 2, 1, trial % 2 == 0, false);
+    const UnitDag dag = build_unit_dag(p);
+    std::vector<int> chain;
+    const double chain_value = chain_throughput_dp(p, dag, dag.topo_order, chain);
+    const ThroughputDpResult r = solve_contiguous_throughput(p, dag, {});
+    ASSERT_TRUE(r.feasible);
+    EXPECT_LE(r.max_load_s, chain_value + 1e-12);
+    EXPECT_LE(r.lower_bound_s, r.max_load_s + 1e-12);
+  }
+}
+
+TEST(ThroughputDpTest, FallsBackToTheChainBeyondTheMemoryBudget) {
+  // 24 independent nodes have 2^24 ideals; a 1 MiB budget cannot hold them.
+  PipelineProblem p = make_problem(3, 0);
+  for (int i = 0; i < 24; ++i) add_node(p, 1 + i % 5, 10);
+  const UnitDag dag = build_unit_dag(p);
+  ThroughputDpOptions options;
+  options.memory_budget_bytes = size_t{1} << 20;
+  const ThroughputDpResult r = solve_contiguous_throughput(p, dag, options);
+  EXPECT_TRUE(r.feasible);
+  EXPECT_FALSE(r.optimal);
+  EXPECT_EQ(r.num_ideals, 0u);
+  EXPECT_NE(r.note.find("ideals"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dplace
