@@ -1471,6 +1471,7 @@ class OnnxImporter {
     for (int i = 0; i < g.initializer_size(); ++i) {
       const ox::TensorProto& t = g.initializer(i);
       if (t.name().empty()) fail("initializer #" + std::to_string(i) + " has no name");
+      if (values_.count(t.name()) > 0) fail("initializer '" + t.name() + "' is defined twice");
       Value& v = values_[t.name()];
       std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
       for (int64_t d : dims) {
@@ -1483,6 +1484,7 @@ class OnnxImporter {
     for (const auto& s : g.sparse_initializer()) {
       const std::string& name = s.values().name();
       if (name.empty()) fail("sparse initializer without a name");
+      if (values_.count(name) > 0) fail("initializer '" + name + "' is defined twice");
       Value& v = values_[name];
       v.type = tensor_type(s.values().data_type(), {s.dims().begin(), s.dims().end()});
       int64_t bytes = product({s.values().dims().begin(), s.values().dims().end()}) *
@@ -1525,7 +1527,26 @@ class OnnxImporter {
                "' is not a graph input, an initializer or any node's output");
         }
       }
-      if (has_graph_attribute(node)) has_subgraphs_ = true;
+      if (has_graph_attribute(node)) {
+        has_subgraphs_ = true;
+        // Values of this graph that the node's subgraphs read are dependencies too.
+        std::set<std::string> refs;
+        for (const auto& a : node.attribute()) {
+          if (a.has_g()) collect_outer_refs(a.g(), refs);
+          for (const auto& sub : a.graphs()) collect_outer_refs(sub, refs);
+        }
+        for (const std::string& in : refs) {
+          bool known = values_.count(in) > 0 || graph_inputs.count(in) > 0;
+          auto it = producer.find(in);
+          if (it == producer.end() && !known)
+            continue;  // resolved further out, or an error ONNX reports
+          implicit_inputs_[i].push_back(in);
+          if (it != producer.end()) {
+            successors[static_cast<size_t>(it->second)].push_back(i);
+            ++indegree[static_cast<size_t>(i)];
+          }
+        }
+      }
       std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
       if (opsets_.count(domain) == 0) {
         fail(node_label(node, i) + ": domain '" + domain +
@@ -1555,6 +1576,27 @@ class OnnxImporter {
       if (producer.count(out.name()) == 0 && values_.count(out.name()) == 0 &&
           graph_inputs.count(out.name()) == 0) {
         fail("graph output '" + out.name() + "' is produced by no node (truncated model?)");
+      }
+    }
+  }
+
+  // Names a subgraph reads without defining them (recursively through nested subgraphs).
+  static void collect_outer_refs(const ox::GraphProto& g, std::set<std::string>& refs) {
+    std::unordered_set<std::string> defined;
+    for (const auto& in : g.input()) defined.insert(in.name());
+    for (const auto& t : g.initializer()) defined.insert(t.name());
+    for (const auto& n : g.node()) {
+      for (const auto& out : n.output()) defined.insert(out);
+    }
+    for (const auto& n : g.node()) {
+      std::set<std::string> inner;
+      for (const auto& in : n.input()) inner.insert(in);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) collect_outer_refs(a.g(), inner);
+        for (const auto& sub : a.graphs()) collect_outer_refs(sub, inner);
+      }
+      for (const std::string& in : inner) {
+        if (!in.empty() && defined.count(in) == 0) refs.insert(in);
       }
     }
   }
@@ -1836,7 +1878,7 @@ class OnnxImporter {
       if (!graph_context_) {
         symbol_table_ = std::make_unique<ox::shape_inference::SymbolTableImpl>();
         graph_context_ = std::make_unique<ox::shape_inference::GraphInferenceContext>(
-            outer_scope_types_, opsets_, symbol_table_.get(), local_functions_,
+            types_, opsets_, symbol_table_.get(), local_functions_,
             ox::OpSchemaRegistry::Instance(), nullptr, static_cast<int>(model_.ir_version()));
       }
       ox::shape_inference::InferenceContextImpl ctx(node, types_, data_, sparse_data_, nullptr,
@@ -1958,6 +2000,15 @@ class OnnxImporter {
     return name;
   }
 
+  // Charges every parameter behind constant `v` that no earlier op was charged with to `op`.
+  void charge_params(const Value& v, Op& op) {
+    for (uint32_t p : v.params) {
+      if (params_[p].charged) continue;
+      params_[p].charged = true;
+      op.param_bytes += params_[p].bytes;
+    }
+  }
+
   void add_runtime_op(const ox::NodeProto& node, int index, const std::string& error,
                       GraphBuilder& builder) {
     Op op;
@@ -1982,10 +2033,16 @@ class OnnxImporter {
         op.inputs.push_back(*v.tensor);
         continue;
       }
-      for (uint32_t p : v.params) {
-        if (params_[p].charged) continue;
-        params_[p].charged = true;
-        op.param_bytes += params_[p].bytes;
+      charge_params(v, op);
+    }
+    if (auto it = implicit_inputs_.find(index); it != implicit_inputs_.end()) {
+      for (const std::string& name : it->second) {
+        const Value& v = values_.at(name);
+        if (v.runtime && v.tensor) {
+          op.inputs.push_back(*v.tensor);
+        } else if (!v.runtime) {
+          charge_params(v, op);
+        }
       }
     }
     op.output_bytes.clear();
@@ -2070,6 +2127,7 @@ class OnnxImporter {
   std::unordered_map<std::string, int> opsets_;
   std::vector<int> topo_order_;
   std::unordered_map<std::string, std::vector<Use>> uses_;
+  std::unordered_map<int, std::vector<std::string>> implicit_inputs_;  // subgraphs' outer reads
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, ox::TypeProto> declared_;
   std::vector<Param> params_;
@@ -2084,7 +2142,6 @@ class OnnxImporter {
   std::unordered_map<std::string, ox::TypeProto*> types_;
   std::unordered_map<std::string, const ox::TensorProto*> data_;
   std::unordered_map<std::string, const ox::SparseTensorProto*> sparse_data_;
-  std::unordered_map<std::string, ox::TypeProto*> outer_scope_types_;
   ox::shape_inference::ModelLocalFunctionsMap local_functions_;
   std::unique_ptr<ox::shape_inference::SymbolTableImpl> symbol_table_;
   std::unique_ptr<ox::shape_inference::GraphInferenceContext> graph_context_;

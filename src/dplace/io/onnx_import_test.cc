@@ -602,6 +602,47 @@ TEST(OnnxImportTest, InputsOfTheWrongRankAreErrorsBeforeOnnxInferenceSeesThem) {
             std::string::npos);
 }
 
+TEST(OnnxImportTest, IfWithSubgraphsReadingOuterValuesIsOneOpAndAWarning) {
+  ModelBuilder m;
+  m.input("x", {2, 3}).input("cond", {}, "", ox::TensorProto_DataType_BOOL);
+  m.node("Relu", {"x"}, {"r"});
+  auto& node = m.node("If", {"cond"}, {"y"});
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* a = node.add_attribute();
+    a->set_name(branch);
+    a->set_type(ox::AttributeProto_AttributeType_GRAPH);
+    ox::GraphProto* g = a->mutable_g();
+    g->set_name(branch);
+    auto* n = g->add_node();
+    n->set_op_type(std::string(branch) == "then_branch" ? "Neg" : "Abs");
+    n->add_input("r");  // a value of the outer graph
+    n->add_output(std::string(branch) + "_out");
+    g->add_output()->set_name(std::string(branch) + "_out");
+  }
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("if.onnx"), {});
+  const Op& y = op_named(loaded.graph, "y");
+  EXPECT_EQ(y.type, "If");
+  // The branches read r: it is an input of the If op, besides the condition.
+  EXPECT_EQ(y.inputs, (std::vector<TensorRef>{{loaded.graph.find_op("cond").value(), 0},
+                                              {loaded.graph.find_op("r").value(), 0}}));
+  EXPECT_EQ(y.output_bytes, std::vector<int64_t>{2 * 3 * 4});
+  bool warned = false;
+  for (const std::string& w : loaded.warnings) {
+    warned |= w.find("control-flow ops (If, Loop, Scan)") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+}
+
+TEST(OnnxImportTest, DuplicateInitializerIsAFormatError) {
+  ModelBuilder m;
+  m.input("x", {2, 4}).weight("w", {4, 4}).weight("w", {4, 4});
+  m.node("MatMul", {"x", "w"}, {"y"});
+  m.output("y");
+  EXPECT_NE(error_of(m.save("dup.onnx")).find("initializer 'w' is defined twice"),
+            std::string::npos);
+}
+
 TEST(OnnxImportTest, MissingOpsetIsAFormatError) {
   ModelBuilder m;
   m.proto().clear_opset_import();
