@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dplace/core/rng.h"
@@ -874,6 +875,30 @@ TEST(SimulatorTest, ReusedWorkspaceGivesTheSameResultsAsFreshOnes) {
   const Placement p2 = random_placement(rng, g2.num_ops(), cluster.num_devices());
   sim2.run(p2, ws, reused);
   expect_identical(reused, sim2.run(p2));
+}
+
+TEST(SimulatorTest, ConcurrentRunsWithOwnWorkspacesAgreeWithSerialRuns) {
+  Rng rng(11);
+  const Cluster cluster = random_cluster();
+  const Graph g = random_graph(rng, 300);
+  const CostTable costs(g, cluster);
+  const Simulator sim(g, cluster, costs);
+  std::vector<Placement> placements;
+  for (int k = 0; k < 16; ++k) {
+    placements.push_back(random_placement(rng, g.num_ops(), cluster.num_devices()));
+  }
+  std::vector<SimResult> serial(placements.size());
+  for (size_t k = 0; k < placements.size(); ++k) serial[k] = sim.run(placements[k]);
+  std::vector<SimResult> parallel(placements.size());
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] {
+      SimWorkspace ws;
+      for (size_t k = w; k < placements.size(); k += 2) sim.run(placements[k], ws, parallel[k]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t k = 0; k < placements.size(); ++k) expect_identical(serial[k], parallel[k]);
 }
 
 TEST(SimulatorTest, TimelineOffGivesTheSameSummary) {
