@@ -154,14 +154,14 @@ Graph build_rnnlm(const ModelOptions& options) {
   return models::finish(std::move(net).build(), options);
 }
 
-// Layer index from "lstm/l<k>/...", or -1.
-int layer_of(std::string_view name) {
+// Layer k of a "<part>/l<k>/..." name ("lstm", "encoder", "decoder"); 0 for other names.
+size_t layer_of(std::string_view name) {
   const std::string_view c = models::name_component(name, 1);
-  if (c.size() < 2 || c[0] != 'l') return -1;
-  int layer = 0;
+  if (c.size() < 2 || c[0] != 'l') return 0;
+  size_t layer = 0;
   for (char ch : c.substr(1)) {
-    if (ch < '0' || ch > '9') return -1;
-    layer = layer * 10 + (ch - '0');
+    if (ch < '0' || ch > '9') return 0;
+    layer = layer * 10 + static_cast<size_t>(ch - '0');
   }
   return layer;
 }
@@ -172,17 +172,16 @@ int layer_of(std::string_view name) {
 Placement expert_rnnlm(const Graph& graph, const Cluster& cluster) {
   const std::vector<DeviceId> devices = models::expert_devices(cluster);
   const size_t k = devices.size();
-  size_t layers = 0;
+  size_t layers = 1;
   for (const Op& op : graph.ops()) {
-    if (models::name_component(op.name, 0) == "lstm") {
-      layers = std::max(layers, static_cast<size_t>(layer_of(op.name) + 1));
-    }
+    if (models::name_component(op.name, 0) == "lstm")
+      layers = std::max(layers, layer_of(op.name) + 1);
   }
   auto layer_slot = [&](size_t l) { return models::layer_slot(l, layers, k); };
   const size_t softmax_slot = k > layers ? layers : layer_slot(layers - 1);
   return models::place_by_name(graph, devices, [&](std::string_view name) -> size_t {
     const std::string_view part = models::name_component(name, 0);
-    if (part == "lstm") return layer_slot(static_cast<size_t>(layer_of(name)));
+    if (part == "lstm") return layer_slot(layer_of(name));
     if (part == "softmax" || part == "loss") return softmax_slot;
     if (models::name_component(name, 1) == "labels") return softmax_slot;
     return layer_slot(0);  // inputs, embedding
@@ -386,18 +385,6 @@ Graph build_nmt(const NmtConfig& cfg, const ModelOptions& options) {
   return models::finish(std::move(net).build(), options);
 }
 
-// Layer of an "encoder/l<k>/..." or "decoder/l<k>/..." name.
-int nmt_layer(std::string_view name) {
-  const std::string_view c = models::name_component(name, 1);
-  if (c.size() < 2 || c[0] != 'l') return 0;
-  int layer = 0;
-  for (char ch : c.substr(1)) {
-    if (ch < '0' || ch > '9') return 0;
-    layer = layer * 10 + (ch - '0');
-  }
-  return layer;
-}
-
 // nmt (Mirhoseini et al. 2017): each LSTM layer, encoder and decoder alike, on its own GPU when
 // there are enough, else encoder and decoder layer l share GPU l (layers cut evenly); the
 // attention and the softmax with the last decoder layer. gnmt (Wu et al. 2016; TensorFlow NMT's
@@ -409,9 +396,8 @@ Placement expert_nmt(const NmtConfig& cfg, const Graph& graph, const Cluster& cl
   const size_t k = devices.size();
   size_t layers = 1;
   for (const Op& op : graph.ops()) {
-    if (models::name_component(op.name, 0) == "decoder") {
-      layers = std::max(layers, static_cast<size_t>(nmt_layer(op.name) + 1));
-    }
+    const std::string_view part = models::name_component(op.name, 0);
+    if (part == "encoder" || part == "decoder") layers = std::max(layers, layer_of(op.name) + 1);
   }
   const bool own_gpu_each = !cfg.gnmt && 2 * layers <= k;
   auto enc = [&](size_t l) { return models::layer_slot(l, layers, k); };
@@ -420,8 +406,8 @@ Placement expert_nmt(const NmtConfig& cfg, const Graph& graph, const Cluster& cl
   const size_t attention = cfg.gnmt ? dec(0) : top;
   return models::place_by_name(graph, devices, [&](std::string_view name) -> size_t {
     const std::string_view part = models::name_component(name, 0);
-    if (part == "encoder") return enc(static_cast<size_t>(nmt_layer(name)));
-    if (part == "decoder") return dec(static_cast<size_t>(nmt_layer(name)));
+    if (part == "encoder") return enc(layer_of(name));
+    if (part == "decoder") return dec(layer_of(name));
     if (part == "attention") return attention;
     if (part == "softmax" || part == "loss") return top;
     if (part == "tgt_embedding") return dec(0);
