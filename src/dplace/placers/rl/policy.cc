@@ -1,142 +1,299 @@
 // The only translation unit of dplace that includes LibTorch (see policy.h).
+//
+// Layout of the fast engine (row-major float buffers; G groups, K samples, H hidden, E device
+// embedding, D devices, F features):
+//   encoder  X (G x H) = tanh(features W_in^T + b_in); Ge (G x 4H) LSTM gates after activation,
+//            in PyTorch's order [i f g o]; Ce, TCe (G x H) cell state and tanh(cell); enc (G x H)
+//            hidden states; keys (G x H) = enc W_a^T.
+//   decoder  per step t and sample k, row t*K + k of: Gd (4H) gates; Cd, TCd (H); HC (2H) the
+//            hidden state h and the attention context side by side (the input of W_c); A (G)
+//            attention weights; U (H) = tanh(W_c [h; ctx] + b_c); Pr (D) device probabilities.
+// Backward (REINFORCE + entropy), with dl = d loss / d logits per row:
+//   dW_o = dl^T U, dU = dl W_o, dUpre = dU (1 - U^2), dW_c = dUpre^T HC, dHC = dUpre W_c,
+//   dA = dctx enc^T, dS = A (dA - rowsum(A dA)), dh += dS keys, dkeys = dS^T h, denc += A^T dctx,
+//   then the LSTM recurrences backwards in time (the only sequential part), then the weight
+//   gradients of both LSTMs as single products over all steps.
 #include "dplace/placers/rl/policy.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 
 #include "dplace/core/error.h"
 
+// Fortran BLAS, provided by the BLAS library LibTorch links (OpenBLAS with libopenblas0).
+extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
+                       const int* k, const float* alpha, const float* a, const int* lda,
+                       const float* b, const int* ldb, const float* beta, float* c, const int* ldc);
+
 namespace dplace::rl {
 namespace {
 
 constexpr float kMaskedLogit = -1e9f;
 
-void configure_torch_once() {
+void configure_threads_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+    // OpenBLAS reads the variable when it is loaded, which has already happened; tell it directly.
+    using SetThreads = void (*)(int);
+    if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+      set(1);
+    }
     torch::set_num_threads(1);
   });
 }
 
-// torch's global RNG initialises module weights; construction is serialised so that two policies
+// torch's global RNG initialises the weights; construction is serialised so that two policies
 // built on different threads still get weights determined by their own seeds.
 std::mutex& init_mutex() {
   static std::mutex m;
   return m;
 }
 
-struct NetImpl : torch::nn::Module {
-  explicit NetImpl(const PolicyConfig& c)
-      : embed_in(register_module("embed_in", torch::nn::Linear(c.feature_dim, c.hidden))),
-        encoder(
-            register_module("encoder", torch::nn::LSTM(torch::nn::LSTMOptions(c.hidden, c.hidden)
-                                                           .num_layers(c.layers)
-                                                           .batch_first(true)))),
-        device_embed(register_module("device_embed",
-                                     torch::nn::Embedding(c.num_devices + 1, c.device_embedding))),
-        decoder(register_module("decoder",
-                                torch::nn::LSTM(torch::nn::LSTMOptions(c.device_embedding, c.hidden)
-                                                    .num_layers(c.layers)
-                                                    .batch_first(true)))),
-        attention(register_module(
-            "attention",
-            torch::nn::Linear(torch::nn::LinearOptions(c.hidden, c.hidden).bias(false)))),
-        combine(register_module("combine", torch::nn::Linear(2 * c.hidden, c.hidden))),
-        output(register_module("output", torch::nn::Linear(c.hidden, c.num_devices))) {}
-
-  torch::nn::Linear embed_in;
-  torch::nn::LSTM encoder;
-  torch::nn::Embedding device_embed;
-  torch::nn::LSTM decoder;
-  torch::nn::Linear attention;
-  torch::nn::Linear combine;
-  torch::nn::Linear output;
-};
-TORCH_MODULE(Net);
-
-struct Encoded {
-  torch::Tensor outputs;  // (G, H)
-  torch::Tensor keys;     // (G, H): W_a * outputs, the attention keys
-  torch::Tensor h;        // (L, 1, H)
-  torch::Tensor c;        // (L, 1, H)
-};
-
-int64_t as_int64(uint64_t v) {
-  int64_t out;
-  std::memcpy(&out, &v, sizeof out);
-  return out;
+// Row-major C (M x N, leading dimension ldc) = alpha op(A) op(B) + beta C, with op(A) M x Kd and
+// op(B) Kd x N; `ta` / `tb`: A / B are stored transposed (Kd x M / N x Kd).
+void gemm(bool ta, bool tb, int M, int N, int Kd, float alpha, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc) {
+  if (M == 0 || N == 0) return;
+  if (Kd == 0) {
+    for (int i = 0; i < M; ++i) {
+      for (int j = 0; j < N; ++j) C[static_cast<size_t>(i) * ldc + j] *= beta;
+    }
+    return;
+  }
+  // Column-major BLAS computes C^T = op(B)^T op(A)^T.
+  const char trans_b = tb ? 'T' : 'N';
+  const char trans_a = ta ? 'T' : 'N';
+  sgemm_(&trans_b, &trans_a, &N, &M, &Kd, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
 }
-uint64_t as_uint64(int64_t v) {
-  uint64_t out;
-  std::memcpy(&out, &v, sizeof out);
-  return out;
+
+torch::Tensor view(float* p, int64_t n) { return torch::from_blob(p, {n}, torch::kFloat32); }
+
+void sigmoid_inplace(float* p, int64_t n) { view(p, n).sigmoid_(); }
+void tanh_inplace(float* p, int64_t n) { view(p, n).tanh_(); }
+
+// Applies the LSTM gate activations in place to rows x 4H pre-activations [i f g o]:
+// sigmoid on i, f, o and tanh on g (as 2 sigmoid(2x) - 1, so that one vectorised call does all).
+void lstm_gates(float* z, int rows, int H) {
+  for (int r = 0; r < rows; ++r) {
+    float* g = z + static_cast<size_t>(r) * 4 * H + 2 * H;
+    for (int j = 0; j < H; ++j) g[j] *= 2.0f;
+  }
+  sigmoid_inplace(z, static_cast<int64_t>(rows) * 4 * H);
+  for (int r = 0; r < rows; ++r) {
+    float* g = z + static_cast<size_t>(r) * 4 * H + 2 * H;
+    for (int j = 0; j < H; ++j) g[j] = 2.0f * g[j] - 1.0f;
+  }
 }
+
+// The parameters, registered so that LibTorch serialises them and Adam updates them.
+struct ParamsImpl : torch::nn::Module {
+  explicit ParamsImpl(const PolicyConfig& c) {
+    const int H = c.hidden;
+    const int F = c.feature_dim;
+    const int D = c.num_devices;
+    const int E = c.device_embedding;
+    auto uniform = [](std::vector<int64_t> shape, double fan_in) {
+      const double k = 1.0 / std::sqrt(fan_in);
+      return (torch::rand(shape, torch::kFloat32) * (2 * k) - k).contiguous();
+    };
+    w_in = register_parameter("w_in", uniform({H, F}, F));
+    b_in = register_parameter("b_in", uniform({H}, F));
+    we_ih = register_parameter("enc_w_ih", uniform({4 * H, H}, H));
+    we_hh = register_parameter("enc_w_hh", uniform({4 * H, H}, H));
+    be = register_parameter("enc_b", uniform({4 * H}, H));
+    emb = register_parameter("device_embedding", torch::randn({D + 1, E}, torch::kFloat32));
+    wd_ih = register_parameter("dec_w_ih", uniform({4 * H, E}, H));
+    wd_hh = register_parameter("dec_w_hh", uniform({4 * H, H}, H));
+    bd = register_parameter("dec_b", uniform({4 * H}, H));
+    w_a = register_parameter("attention", uniform({H, H}, H));
+    w_c = register_parameter("combine_w", uniform({H, 2 * H}, 2 * H));
+    b_c = register_parameter("combine_b", uniform({H}, 2 * H));
+    w_o = register_parameter("output_w", uniform({D, H}, H));
+    b_o = register_parameter("output_b", uniform({D}, H));
+  }
+  // In this order everywhere (gradients, clipping, the reference check).
+  std::vector<torch::Tensor> list() const {
+    return {w_in, b_in, we_ih, we_hh, be, emb, wd_ih, wd_hh, bd, w_a, w_c, b_c, w_o, b_o};
+  }
+  torch::Tensor w_in, b_in, we_ih, we_hh, be, emb, wd_ih, wd_hh, bd, w_a, w_c, b_c, w_o, b_o;
+};
+TORCH_MODULE(Params);
+
+float* ptr(const torch::Tensor& t) { return t.data_ptr<float>(); }
+
+enum class DecodeMode { kSample, kGreedy, kForced };
+
+// Activations of one batch (see the file comment).
+struct Trace {
+  int batch = 0;
+  uint64_t version = 0;  // of the weights that produced it
+  bool valid = false;
+  std::vector<int32_t> actions;  // batch x G, sample-major
+  std::vector<float> X, Ge, Ce, TCe, enc, keys;
+  std::vector<float> Gd, Cd, TCd, HC, A, U, Pr;
+};
 
 }  // namespace
 
 struct Policy::Impl {
   PolicyConfig config;
-  Net net{nullptr};
+  Params params{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer;
-  torch::Tensor features;  // (1, G, F)
-  torch::Tensor mask;      // (G, D): 0 allowed, kMaskedLogit otherwise
+  std::vector<float> features;  // G x F
+  std::vector<float> mask;      // G x D: 0 allowed, kMaskedLogit otherwise
+  uint64_t version = 0;         // bumped by every weight change
+  Trace trace;
+  std::vector<float> scratch;
 
-  Encoded encode() {
-    torch::Tensor x = torch::tanh(net->embed_in(features));
-    auto [outputs, state] = net->encoder->forward(x);
-    Encoded e;
-    e.outputs = outputs.squeeze(0);
-    e.keys = net->attention(e.outputs);
-    e.h = std::get<0>(state);
-    e.c = std::get<1>(state);
-    return e;
-  }
+  int G() const { return config.num_groups; }
+  int H() const { return config.hidden; }
+  int D() const { return config.num_devices; }
+  int E() const { return config.device_embedding; }
+  int F() const { return config.feature_dim; }
 
-  // Logits (..., D) from decoder outputs (..., H).
-  torch::Tensor logits(const Encoded& e, const torch::Tensor& dec, const torch::Tensor& mask_rows) {
-    torch::Tensor scores = torch::matmul(dec, e.keys.t());
-    torch::Tensor weights = torch::softmax(scores, -1);
-    torch::Tensor context = torch::matmul(weights, e.outputs);
-    torch::Tensor hidden = torch::tanh(net->combine(torch::cat({dec, context}, -1)));
-    return net->output(hidden) + mask_rows;
-  }
+  // ---- fast engine: forward ----
 
-  // Step-by-step decoding of `batch` sequences. With uniforms: inverse-CDF sampling; without:
-  // argmax.
-  void decode(int batch, const double* uniforms, std::vector<int32_t>& actions) {
-    torch::NoGradGuard no_grad;
-    const int G = config.num_groups;
-    const int D = config.num_devices;
-    const Encoded e = encode();
-    const int L = config.layers;
-    std::tuple<torch::Tensor, torch::Tensor> state{
-        e.h.expand({L, batch, config.hidden}).contiguous(),
-        e.c.expand({L, batch, config.hidden}).contiguous()};
-    torch::Tensor prev = torch::full({batch}, D, torch::kInt64);
-    actions.assign(static_cast<size_t>(batch) * G, 0);
-    std::vector<int64_t> chosen(batch);
+  void encode(Trace& tr) {
+    const int G = this->G(), H = this->H(), F = this->F();
+    const ParamsImpl& p = *params;
+    tr.X.assign(static_cast<size_t>(G) * H, 0.0f);
+    for (int g = 0; g < G; ++g) std::memcpy(&tr.X[g * H], ptr(p.b_in), H * sizeof(float));
+    gemm(false, true, G, H, F, 1, features.data(), F, ptr(p.w_in), F, 1, tr.X.data(), H);
+    tanh_inplace(tr.X.data(), static_cast<int64_t>(G) * H);
+    tr.Ge.resize(static_cast<size_t>(G) * 4 * H);
+    for (int g = 0; g < G; ++g) std::memcpy(&tr.Ge[g * 4 * H], ptr(p.be), 4 * H * sizeof(float));
+    gemm(false, true, G, 4 * H, H, 1, tr.X.data(), H, ptr(p.we_ih), H, 1, tr.Ge.data(), 4 * H);
+    tr.Ce.resize(static_cast<size_t>(G) * H);
+    tr.TCe.resize(static_cast<size_t>(G) * H);
+    tr.enc.resize(static_cast<size_t>(G) * H);
     for (int t = 0; t < G; ++t) {
-      torch::Tensor input = net->device_embed(prev).unsqueeze(1);
-      auto [out, next_state] = net->decoder->forward(input, state);
-      state = next_state;
-      torch::Tensor probs = torch::softmax(logits(e, out.squeeze(1), mask[t]), -1).contiguous();
-      const float* p = probs.data_ptr<float>();
-      for (int k = 0; k < batch; ++k) {
-        const float* row = p + static_cast<size_t>(k) * D;
+      float* z = &tr.Ge[static_cast<size_t>(t) * 4 * H];
+      if (t > 0)
+        gemm(false, true, 1, 4 * H, H, 1, &tr.enc[(t - 1) * H], H, ptr(p.we_hh), H, 1, z, 4 * H);
+      lstm_gates(z, 1, H);
+      float* c = &tr.Ce[t * H];
+      for (int j = 0; j < H; ++j) {
+        const float prev = t > 0 ? tr.Ce[(t - 1) * H + j] : 0.0f;
+        c[j] = z[H + j] * prev + z[j] * z[2 * H + j];
+      }
+      float* tc = &tr.TCe[t * H];
+      std::memcpy(tc, c, H * sizeof(float));
+      tanh_inplace(tc, H);
+      for (int j = 0; j < H; ++j) tr.enc[t * H + j] = z[3 * H + j] * tc[j];
+    }
+    tr.keys.assign(static_cast<size_t>(G) * H, 0.0f);
+    gemm(false, true, G, H, H, 1, tr.enc.data(), H, ptr(p.w_a), H, 0, tr.keys.data(), H);
+  }
+
+  // Runs the decoder for `batch` sequences; fills tr (and tr.actions).
+  void decode(Trace& tr, int batch, DecodeMode mode, const double* uniforms,
+              const int32_t* forced) {
+    torch::NoGradGuard no_grad;
+    const int G = this->G(), H = this->H(), D = this->D(), E = this->E(), K = batch;
+    const ParamsImpl& p = *params;
+    encode(tr);
+    tr.batch = K;
+    tr.version = version;
+    tr.valid = true;
+    tr.actions.assign(static_cast<size_t>(K) * G, 0);
+    const size_t rows = static_cast<size_t>(G) * K;
+    tr.Gd.resize(rows * 4 * H);
+    tr.Cd.resize(rows * H);
+    tr.TCd.resize(rows * H);
+    tr.HC.resize(rows * 2 * H);
+    tr.A.resize(rows * G);
+    tr.U.resize(rows * H);
+    tr.Pr.resize(rows * D);
+
+    // Input projections of every device embedding (and the start token D), biases included.
+    std::vector<float> proj(static_cast<size_t>(D + 1) * 4 * H);
+    for (int d = 0; d <= D; ++d) std::memcpy(&proj[d * 4 * H], ptr(p.bd), 4 * H * sizeof(float));
+    gemm(false, true, D + 1, 4 * H, E, 1, ptr(p.emb), E, ptr(p.wd_ih), E, 1, proj.data(), 4 * H);
+    // Initial state: the encoder's final state for every sample.
+    std::vector<float> h0(static_cast<size_t>(K) * H);
+    for (int k = 0; k < K; ++k) std::memcpy(&h0[k * H], &tr.enc[(G - 1) * H], H * sizeof(float));
+    const float* c_init = &tr.Ce[(G - 1) * H];
+
+    std::vector<int32_t> prev(K, D);
+    scratch.resize(static_cast<size_t>(K) * std::max(G, D));
+    std::vector<float> logits(static_cast<size_t>(K) * D);
+    for (int t = 0; t < G; ++t) {
+      const size_t row0 = static_cast<size_t>(t) * K;
+      float* z = &tr.Gd[row0 * 4 * H];
+      for (int k = 0; k < K; ++k) {
+        std::memcpy(z + static_cast<size_t>(k) * 4 * H, &proj[prev[k] * 4 * H],
+                    4 * H * sizeof(float));
+      }
+      const float* h_prev = t > 0 ? &tr.HC[(row0 - K) * 2 * H] : h0.data();
+      const int ld_prev = t > 0 ? 2 * H : H;
+      gemm(false, true, K, 4 * H, H, 1, h_prev, ld_prev, ptr(p.wd_hh), H, 1, z, 4 * H);
+      lstm_gates(z, K, H);
+      float* c = &tr.Cd[row0 * H];
+      float* tc = &tr.TCd[row0 * H];
+      for (int k = 0; k < K; ++k) {
+        const float* zk = z + static_cast<size_t>(k) * 4 * H;
+        const float* cp = t > 0 ? &tr.Cd[(row0 - K + k) * H] : c_init;
+        for (int j = 0; j < H; ++j) c[k * H + j] = zk[H + j] * cp[j] + zk[j] * zk[2 * H + j];
+      }
+      std::memcpy(tc, c, static_cast<size_t>(K) * H * sizeof(float));
+      tanh_inplace(tc, static_cast<int64_t>(K) * H);
+      float* hc = &tr.HC[row0 * 2 * H];
+      for (int k = 0; k < K; ++k) {
+        const float* zk = z + static_cast<size_t>(k) * 4 * H;
+        for (int j = 0; j < H; ++j) hc[k * 2 * H + j] = zk[3 * H + j] * tc[k * H + j];
+      }
+      // Attention over the encoder outputs.
+      float* scores = scratch.data();
+      gemm(false, true, K, G, H, 1, hc, 2 * H, tr.keys.data(), H, 0, scores, G);
+      float* a = &tr.A[row0 * G];
+      {
+        torch::Tensor out = torch::from_blob(a, {K, G}, torch::kFloat32);
+        at::_softmax_out(out, torch::from_blob(scores, {K, G}, torch::kFloat32), 1, false);
+      }
+      gemm(false, false, K, H, G, 1, a, G, tr.enc.data(), H, 0, hc + H, 2 * H);
+      float* u = &tr.U[row0 * H];
+      for (int k = 0; k < K; ++k) std::memcpy(u + k * H, ptr(p.b_c), H * sizeof(float));
+      gemm(false, true, K, H, 2 * H, 1, hc, 2 * H, ptr(p.w_c), 2 * H, 1, u, H);
+      tanh_inplace(u, static_cast<int64_t>(K) * H);
+      for (int k = 0; k < K; ++k) std::memcpy(&logits[k * D], ptr(p.b_o), D * sizeof(float));
+      gemm(false, true, K, D, H, 1, u, H, ptr(p.w_o), H, 1, logits.data(), D);
+      float* pr = &tr.Pr[row0 * D];
+      const float* m = &mask[static_cast<size_t>(t) * D];
+      for (int k = 0; k < K; ++k) {
+        float* l = &logits[k * D];
+        float top = -INFINITY;
+        for (int d = 0; d < D; ++d) {
+          l[d] += m[d];
+          top = std::max(top, l[d]);
+        }
+        float sum = 0;
+        for (int d = 0; d < D; ++d) {
+          pr[k * D + d] = m[d] < 0 ? 0.0f : std::exp(l[d] - top);
+          sum += pr[k * D + d];
+        }
+        for (int d = 0; d < D; ++d) pr[k * D + d] /= sum;
         int choice = -1;
-        if (uniforms != nullptr) {
-          const double u = uniforms[static_cast<size_t>(k) * G + t];
+        const float* row = &pr[k * D];
+        if (mode == DecodeMode::kForced) {
+          choice = forced[static_cast<size_t>(k) * G + t];
+          DPLACE_CHECK(choice >= 0 && choice < D && row[choice] > 0)
+              << "forced action " << choice << " is not an allowed device of group " << t;
+        } else if (mode == DecodeMode::kSample) {
+          const double uk = uniforms[static_cast<size_t>(k) * G + t];
           double cumulative = 0;
           for (int d = 0; d < D; ++d) {
             if (row[d] <= 0) continue;
             cumulative += row[d];
             choice = d;
-            if (u < cumulative) break;
+            if (uk < cumulative) break;
           }
         } else {
           for (int d = 0; d < D; ++d) {
@@ -144,36 +301,289 @@ struct Policy::Impl {
           }
         }
         DPLACE_CHECK(choice >= 0) << "policy produced no allowed device for group " << t;
-        actions[static_cast<size_t>(k) * G + t] = choice;
-        chosen[k] = choice;
+        tr.actions[static_cast<size_t>(k) * G + t] = choice;
+        prev[k] = choice;
       }
-      prev = torch::tensor(chosen, torch::kInt64);
     }
+  }
+
+  // ---- fast engine: backward ----
+
+  struct Gradients {
+    std::vector<torch::Tensor> grads;  // matching ParamsImpl::list()
+    double loss = 0;
+    double entropy = 0;
+  };
+
+  Gradients backward(const Trace& tr, std::span<const double> advantages, double entropy_weight) {
+    torch::NoGradGuard no_grad;
+    const int G = this->G(), H = this->H(), D = this->D(), E = this->E(), F = this->F();
+    const int K = tr.batch;
+    const size_t rows = static_cast<size_t>(G) * K;
+    const ParamsImpl& p = *params;
+    Gradients out;
+    for (const torch::Tensor& t : p.list()) out.grads.push_back(torch::zeros_like(t));
+    float* g_w_in = ptr(out.grads[0]);
+    float* g_b_in = ptr(out.grads[1]);
+    float* g_we_ih = ptr(out.grads[2]);
+    float* g_we_hh = ptr(out.grads[3]);
+    float* g_be = ptr(out.grads[4]);
+    float* g_emb = ptr(out.grads[5]);
+    float* g_wd_ih = ptr(out.grads[6]);
+    float* g_wd_hh = ptr(out.grads[7]);
+    float* g_bd = ptr(out.grads[8]);
+    float* g_w_a = ptr(out.grads[9]);
+    float* g_w_c = ptr(out.grads[10]);
+    float* g_b_c = ptr(out.grads[11]);
+    float* g_w_o = ptr(out.grads[12]);
+    float* g_b_o = ptr(out.grads[13]);
+
+    // d loss / d logits.
+    std::vector<float> dl(rows * D);
+    const double beta = entropy_weight / (static_cast<double>(K) * G);
+    double log_prob_term = 0;
+    double entropy_sum = 0;
+    for (int t = 0; t < G; ++t) {
+      for (int k = 0; k < K; ++k) {
+        const size_t r = static_cast<size_t>(t) * K + k;
+        const float* pr = &tr.Pr[r * D];
+        const int a = tr.actions[static_cast<size_t>(k) * G + t];
+        double ent = 0;
+        for (int d = 0; d < D; ++d) {
+          if (pr[d] > 0) ent -= pr[d] * std::log(static_cast<double>(pr[d]));
+        }
+        entropy_sum += ent;
+        log_prob_term += advantages[k] * std::log(static_cast<double>(pr[a]));
+        const double coef = advantages[k] / K;
+        for (int d = 0; d < D; ++d) {
+          double v = coef * (pr[d] - (d == a ? 1.0 : 0.0));
+          if (pr[d] > 0) v += beta * pr[d] * (std::log(static_cast<double>(pr[d])) + ent);
+          dl[r * D + d] = static_cast<float>(v);
+        }
+      }
+    }
+    out.entropy = entropy_sum / static_cast<double>(rows);
+    out.loss = -log_prob_term / K - entropy_weight * out.entropy;
+
+    // Output layer and combine layer, all steps at once.
+    gemm(true, false, D, H, static_cast<int>(rows), 1, dl.data(), D, tr.U.data(), H, 0, g_w_o, H);
+    for (size_t r = 0; r < rows; ++r) {
+      for (int d = 0; d < D; ++d) g_b_o[d] += dl[r * D + d];
+    }
+    std::vector<float> du(rows * H);
+    gemm(false, false, static_cast<int>(rows), H, D, 1, dl.data(), D, ptr(p.w_o), H, 0, du.data(),
+         H);
+    for (size_t i = 0; i < du.size(); ++i) du[i] *= 1.0f - tr.U[i] * tr.U[i];
+    gemm(true, false, H, 2 * H, static_cast<int>(rows), 1, du.data(), H, tr.HC.data(), 2 * H, 0,
+         g_w_c, 2 * H);
+    for (size_t r = 0; r < rows; ++r) {
+      for (int j = 0; j < H; ++j) g_b_c[j] += du[r * H + j];
+    }
+    std::vector<float> dhc(rows * 2 * H);  // [dh | dctx]
+    gemm(false, false, static_cast<int>(rows), 2 * H, H, 1, du.data(), H, ptr(p.w_c), 2 * H, 0,
+         dhc.data(), 2 * H);
+
+    // Attention.
+    std::vector<float> da(rows * G);
+    gemm(false, true, static_cast<int>(rows), G, H, 1, dhc.data() + H, 2 * H, tr.enc.data(), H, 0,
+         da.data(), G);
+    std::vector<float> denc(static_cast<size_t>(G) * H);
+    gemm(true, false, G, H, static_cast<int>(rows), 1, tr.A.data(), G, dhc.data() + H, 2 * H, 0,
+         denc.data(), H);
+    for (size_t r = 0; r < rows; ++r) {
+      const float* a = &tr.A[r * G];
+      float* ds = &da[r * G];
+      double dot = 0;
+      for (int g = 0; g < G; ++g) dot += static_cast<double>(a[g]) * ds[g];
+      for (int g = 0; g < G; ++g) ds[g] = a[g] * (ds[g] - static_cast<float>(dot));
+    }
+    // dh += dS keys; dkeys = dS^T h.
+    gemm(false, false, static_cast<int>(rows), H, G, 1, da.data(), G, tr.keys.data(), H, 1,
+         dhc.data(), 2 * H);
+    std::vector<float> dkeys(static_cast<size_t>(G) * H);
+    gemm(true, false, G, H, static_cast<int>(rows), 1, da.data(), G, tr.HC.data(), 2 * H, 0,
+         dkeys.data(), H);
+
+    // Decoder LSTM, backwards in time.
+    std::vector<float> dz(rows * 4 * H);
+    std::vector<float> dh_next(static_cast<size_t>(K) * H, 0.0f);
+    std::vector<float> dc_next(static_cast<size_t>(K) * H, 0.0f);
+    const float* c_init = &tr.Ce[(G - 1) * H];
+    for (int t = G - 1; t >= 0; --t) {
+      const size_t row0 = static_cast<size_t>(t) * K;
+      for (int k = 0; k < K; ++k) {
+        const size_t r = row0 + k;
+        const float* z = &tr.Gd[r * 4 * H];
+        const float* tc = &tr.TCd[r * H];
+        const float* cp = t > 0 ? &tr.Cd[(r - K) * H] : c_init;
+        float* dzr = &dz[r * 4 * H];
+        for (int j = 0; j < H; ++j) {
+          const float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
+          const float dh = dhc[r * 2 * H + j] + dh_next[k * H + j];
+          const float dc = dc_next[k * H + j] + dh * o * (1.0f - tc[j] * tc[j]);
+          dzr[j] = dc * g * i * (1.0f - i);
+          dzr[H + j] = dc * cp[j] * f * (1.0f - f);
+          dzr[2 * H + j] = dc * i * (1.0f - g * g);
+          dzr[3 * H + j] = dh * tc[j] * o * (1.0f - o);
+          dc_next[k * H + j] = dc * f;
+        }
+      }
+      gemm(false, false, K, H, 4 * H, 1, &dz[row0 * 4 * H], 4 * H, ptr(p.wd_hh), H, 0,
+           dh_next.data(), H);
+    }
+    // Recurrent weights: h_{t-1} is HC's h of step t-1, or the encoder's final state at t = 0.
+    if (G > 1) {
+      gemm(true, false, 4 * H, H, static_cast<int>((G - 1) * K), 1,
+           &dz[static_cast<size_t>(K) * 4 * H], 4 * H, tr.HC.data(), 2 * H, 0, g_wd_hh, H);
+    }
+    std::vector<float> dz0_sum(4 * H, 0.0f);
+    for (int k = 0; k < K; ++k) {
+      for (int j = 0; j < 4 * H; ++j) dz0_sum[j] += dz[static_cast<size_t>(k) * 4 * H + j];
+    }
+    gemm(false, false, 4 * H, H, 1, 1, dz0_sum.data(), 1, &tr.enc[(G - 1) * H], H, 1, g_wd_hh, H);
+    // Input projections: dz of step t goes to the row of the device chosen at t - 1.
+    std::vector<float> dproj(static_cast<size_t>(D + 1) * 4 * H, 0.0f);
+    for (int t = 0; t < G; ++t) {
+      for (int k = 0; k < K; ++k) {
+        const int prev = t > 0 ? tr.actions[static_cast<size_t>(k) * G + t - 1] : D;
+        const float* src = &dz[(static_cast<size_t>(t) * K + k) * 4 * H];
+        float* dst = &dproj[prev * 4 * H];
+        for (int j = 0; j < 4 * H; ++j) dst[j] += src[j];
+      }
+    }
+    gemm(true, false, 4 * H, E, D + 1, 1, dproj.data(), 4 * H, ptr(p.emb), E, 0, g_wd_ih, E);
+    gemm(false, false, D + 1, E, 4 * H, 1, dproj.data(), 4 * H, ptr(p.wd_ih), E, 0, g_emb, E);
+    for (int d = 0; d <= D; ++d) {
+      for (int j = 0; j < 4 * H; ++j) g_bd[j] += dproj[d * 4 * H + j];
+    }
+    // Gradient reaching the encoder's final state through the decoder's initial state.
+    std::vector<float> dh_final(H, 0.0f);
+    std::vector<float> dc_final(H, 0.0f);
+    for (int k = 0; k < K; ++k) {
+      for (int j = 0; j < H; ++j) {
+        dh_final[j] += dh_next[k * H + j];
+        dc_final[j] += dc_next[k * H + j];
+      }
+    }
+
+    // Attention keys = enc W_a^T.
+    gemm(true, false, H, H, G, 1, dkeys.data(), H, tr.enc.data(), H, 0, g_w_a, H);
+    gemm(false, false, G, H, H, 1, dkeys.data(), H, ptr(p.w_a), H, 1, denc.data(), H);
+    for (int j = 0; j < H; ++j) denc[(G - 1) * H + j] += dh_final[j];
+
+    // Encoder LSTM, backwards in time (batch 1).
+    std::vector<float> dze(static_cast<size_t>(G) * 4 * H);
+    std::vector<float> dhe(H, 0.0f);
+    std::vector<float> dce = dc_final;
+    for (int t = G - 1; t >= 0; --t) {
+      const float* z = &tr.Ge[static_cast<size_t>(t) * 4 * H];
+      const float* tc = &tr.TCe[t * H];
+      float* dzr = &dze[static_cast<size_t>(t) * 4 * H];
+      for (int j = 0; j < H; ++j) {
+        const float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
+        const float cp = t > 0 ? tr.Ce[(t - 1) * H + j] : 0.0f;
+        const float dh = denc[t * H + j] + dhe[j];
+        const float dc = dce[j] + dh * o * (1.0f - tc[j] * tc[j]);
+        dzr[j] = dc * g * i * (1.0f - i);
+        dzr[H + j] = dc * cp * f * (1.0f - f);
+        dzr[2 * H + j] = dc * i * (1.0f - g * g);
+        dzr[3 * H + j] = dh * tc[j] * o * (1.0f - o);
+        dce[j] = dc * f;
+      }
+      gemm(false, false, 1, H, 4 * H, 1, dzr, 4 * H, ptr(p.we_hh), H, 0, dhe.data(), H);
+    }
+    if (G > 1) {
+      gemm(true, false, 4 * H, H, G - 1, 1, &dze[4 * H], 4 * H, tr.enc.data(), H, 0, g_we_hh, H);
+    }
+    for (int t = 0; t < G; ++t) {
+      for (int j = 0; j < 4 * H; ++j) g_be[j] += dze[static_cast<size_t>(t) * 4 * H + j];
+    }
+    gemm(true, false, 4 * H, H, G, 1, dze.data(), 4 * H, tr.X.data(), H, 0, g_we_ih, H);
+    std::vector<float> dx(static_cast<size_t>(G) * H);
+    gemm(false, false, G, H, 4 * H, 1, dze.data(), 4 * H, ptr(p.we_ih), H, 0, dx.data(), H);
+    for (size_t i = 0; i < dx.size(); ++i) dx[i] *= 1.0f - tr.X[i] * tr.X[i];
+    gemm(true, false, H, F, G, 1, dx.data(), H, features.data(), F, 0, g_w_in, F);
+    for (int t = 0; t < G; ++t) {
+      for (int j = 0; j < H; ++j) g_b_in[j] += dx[t * H + j];
+    }
+    return out;
+  }
+
+  // ---- reference engine (autograd, teacher forcing) ----
+
+  torch::Tensor reference_loss(std::span<const int32_t> actions, std::span<const double> advantages,
+                               double entropy_weight) {
+    const int G = this->G(), H = this->H(), D = this->D();
+    const int K = static_cast<int>(advantages.size());
+    const ParamsImpl& p = *params;
+    torch::Tensor feats = torch::from_blob(features.data(), {G, F()}, torch::kFloat32).clone();
+    torch::Tensor m = torch::from_blob(mask.data(), {G, D}, torch::kFloat32).clone();
+    torch::Tensor chosen = torch::empty({K, G}, torch::kInt64);
+    for (size_t i = 0; i < actions.size(); ++i) chosen.data_ptr<int64_t>()[i] = actions[i];
+    torch::Tensor adv = torch::empty({K}, torch::kFloat32);
+    for (int k = 0; k < K; ++k) adv.data_ptr<float>()[k] = static_cast<float>(advantages[k]);
+
+    auto cell = [H](const torch::Tensor& z, const torch::Tensor& c) {
+      std::vector<torch::Tensor> q = z.chunk(4, 1);
+      torch::Tensor c2 = torch::sigmoid(q[1]) * c + torch::sigmoid(q[0]) * torch::tanh(q[2]);
+      torch::Tensor h2 = torch::sigmoid(q[3]) * torch::tanh(c2);
+      (void)H;
+      return std::make_pair(h2, c2);
+    };
+    torch::Tensor x = torch::tanh(torch::matmul(feats, p.w_in.t()) + p.b_in);
+    torch::Tensor zx = torch::matmul(x, p.we_ih.t()) + p.be;
+    torch::Tensor h = torch::zeros({1, H});
+    torch::Tensor c = torch::zeros({1, H});
+    std::vector<torch::Tensor> enc_rows;
+    for (int t = 0; t < G; ++t) {
+      std::tie(h, c) = cell(zx[t].unsqueeze(0) + torch::matmul(h, p.we_hh.t()), c);
+      enc_rows.push_back(h);
+    }
+    torch::Tensor enc = torch::cat(enc_rows, 0);
+    torch::Tensor keys = torch::matmul(enc, p.w_a.t());
+    torch::Tensor proj = torch::matmul(p.emb, p.wd_ih.t()) + p.bd;
+    torch::Tensor hd = h.expand({K, H});
+    torch::Tensor cd = c.expand({K, H});
+    torch::Tensor prev = torch::full({K}, D, torch::kInt64);
+    std::vector<torch::Tensor> dec_rows;
+    for (int t = 0; t < G; ++t) {
+      std::tie(hd, cd) = cell(proj.index_select(0, prev) + torch::matmul(hd, p.wd_hh.t()), cd);
+      dec_rows.push_back(hd);
+      prev = chosen.select(1, t);
+    }
+    torch::Tensor dec = torch::stack(dec_rows, 1);  // K x G x H
+    torch::Tensor attn = torch::softmax(torch::matmul(dec, keys.t()), -1);
+    torch::Tensor ctx = torch::matmul(attn, enc);
+    torch::Tensor u = torch::tanh(torch::matmul(torch::cat({dec, ctx}, -1), p.w_c.t()) + p.b_c);
+    torch::Tensor logits = torch::matmul(u, p.w_o.t()) + p.b_o + m;
+    torch::Tensor log_probs = torch::log_softmax(logits, -1);
+    torch::Tensor seq = log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2).sum(1);
+    torch::Tensor probs = log_probs.exp();
+    torch::Tensor entropy =
+        -torch::where(probs > 0, probs * log_probs, torch::zeros_like(probs)).sum(2).mean();
+    return -(adv * seq).mean() - entropy_weight * entropy;
   }
 };
 
 Policy::Policy(const PolicyConfig& config, std::span<const float> features,
                std::span<const uint8_t> allowed)
     : impl_(std::make_unique<Impl>()) {
-  configure_torch_once();
-  DPLACE_CHECK(config.num_groups > 0 && config.num_devices > 0 && config.feature_dim > 0);
+  configure_threads_once();
+  DPLACE_CHECK(config.num_groups > 0 && config.num_devices > 0 && config.feature_dim > 0 &&
+               config.hidden > 0 && config.device_embedding > 0);
   DPLACE_CHECK(features.size() == static_cast<size_t>(config.num_groups) * config.feature_dim);
   DPLACE_CHECK(allowed.size() == static_cast<size_t>(config.num_groups) * config.num_devices);
   impl_->config = config;
   {
     std::lock_guard<std::mutex> lock(init_mutex());
     torch::manual_seed(config.seed);
-    impl_->net = Net(config);
+    impl_->params = Params(config);
   }
   impl_->optimizer = std::make_unique<torch::optim::Adam>(
-      impl_->net->parameters(), torch::optim::AdamOptions(config.learning_rate));
-  impl_->features = torch::from_blob(const_cast<float*>(features.data()),
-                                     {1, config.num_groups, config.feature_dim}, torch::kFloat32)
-                        .clone();
-  torch::Tensor mask = torch::zeros({config.num_groups, config.num_devices}, torch::kFloat32);
-  float* m = mask.data_ptr<float>();
-  for (size_t i = 0; i < allowed.size(); ++i) m[i] = allowed[i] ? 0.0f : kMaskedLogit;
-  impl_->mask = mask;
+      impl_->params->parameters(), torch::optim::AdamOptions(config.learning_rate));
+  impl_->features.assign(features.begin(), features.end());
+  impl_->mask.resize(allowed.size());
+  for (size_t i = 0; i < allowed.size(); ++i) impl_->mask[i] = allowed[i] ? 0.0f : kMaskedLogit;
 }
 
 Policy::~Policy() = default;
@@ -181,71 +591,87 @@ Policy::~Policy() = default;
 void Policy::sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions) {
   DPLACE_CHECK(batch > 0 &&
                uniforms.size() == static_cast<size_t>(batch) * impl_->config.num_groups);
-  impl_->net->train();
-  impl_->decode(batch, uniforms.data(), actions);
+  impl_->decode(impl_->trace, batch, DecodeMode::kSample, uniforms.data(), nullptr);
+  actions = impl_->trace.actions;
 }
 
 std::vector<int32_t> Policy::greedy() {
-  std::vector<int32_t> actions;
-  impl_->decode(1, nullptr, actions);
-  return actions;
+  Trace tr;
+  impl_->decode(tr, 1, DecodeMode::kGreedy, nullptr, nullptr);
+  return tr.actions;
 }
 
 UpdateStats Policy::update(std::span<const int32_t> actions, std::span<const double> advantages,
                            double entropy_weight) {
-  const int G = impl_->config.num_groups;
-  const int D = impl_->config.num_devices;
-  const int L = impl_->config.layers;
   const int batch = static_cast<int>(advantages.size());
-  DPLACE_CHECK(batch > 0 && actions.size() == static_cast<size_t>(batch) * G);
-  Net& net = impl_->net;
-
-  torch::Tensor chosen = torch::empty({batch, G}, torch::kInt64);
-  int64_t* c = chosen.data_ptr<int64_t>();
-  for (size_t i = 0; i < actions.size(); ++i) c[i] = actions[i];
-  torch::Tensor adv = torch::empty({batch}, torch::kFloat32);
-  for (int k = 0; k < batch; ++k) adv[k] = static_cast<float>(advantages[k]);
-
-  // Teacher forcing: the decoder input at step t is the device chosen at t - 1.
-  torch::Tensor prev =
-      torch::cat({torch::full({batch, 1}, D, torch::kInt64), chosen.narrow(1, 0, G - 1)}, 1);
-  const Encoded e = impl_->encode();
-  std::tuple<torch::Tensor, torch::Tensor> state{
-      e.h.expand({L, batch, impl_->config.hidden}).contiguous(),
-      e.c.expand({L, batch, impl_->config.hidden}).contiguous()};
-  auto [dec, unused_state] = net->decoder->forward(net->device_embed(prev), state);
-  torch::Tensor log_probs = torch::log_softmax(impl_->logits(e, dec, impl_->mask), -1);  // K,G,D
-  torch::Tensor sequence_log_prob = log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2).sum(1);
-  torch::Tensor entropy = -(log_probs.exp() * log_probs).sum(2).mean();
-  torch::Tensor loss = -(adv * sequence_log_prob).mean() - entropy_weight * entropy;
-
-  impl_->optimizer->zero_grad();
-  loss.backward();
-  double norm = 0;
-  if (impl_->config.grad_clip > 0) {
-    norm = torch::nn::utils::clip_grad_norm_(net->parameters(), impl_->config.grad_clip);
+  DPLACE_CHECK(batch > 0 &&
+               actions.size() == static_cast<size_t>(batch) * impl_->config.num_groups);
+  Trace& tr = impl_->trace;
+  const bool reusable = tr.valid && tr.version == impl_->version && tr.batch == batch &&
+                        std::equal(actions.begin(), actions.end(), tr.actions.begin());
+  if (!reusable) {
+    impl_->decode(tr, batch, DecodeMode::kForced, nullptr, actions.data());
+  }
+  Impl::Gradients g = impl_->backward(tr, advantages, entropy_weight);
+  double norm_sq = 0;
+  for (const torch::Tensor& t : g.grads) norm_sq += t.square().sum().item<double>();
+  const double norm = std::sqrt(norm_sq);
+  const double clip = impl_->config.grad_clip;
+  const double scale = clip > 0 && norm > clip ? clip / norm : 1.0;
+  std::vector<torch::Tensor> params = impl_->params->list();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (scale != 1.0) g.grads[i].mul_(scale);
+    params[i].mutable_grad() = g.grads[i];
   }
   impl_->optimizer->step();
-  return {.loss = loss.item<double>(), .entropy = entropy.item<double>(), .grad_norm = norm};
+  ++impl_->version;
+  tr.valid = false;
+  return {.loss = g.loss, .entropy = g.entropy, .grad_norm = norm};
+}
+
+double Policy::check_gradients(std::span<const int32_t> actions, std::span<const double> advantages,
+                               double entropy_weight) {
+  const int batch = static_cast<int>(advantages.size());
+  Trace tr;
+  impl_->decode(tr, batch, DecodeMode::kForced, nullptr, actions.data());
+  Impl::Gradients fast = impl_->backward(tr, advantages, entropy_weight);
+  std::vector<torch::Tensor> params = impl_->params->list();
+  for (torch::Tensor& p : params) p.mutable_grad() = torch::Tensor();
+  torch::Tensor loss = impl_->reference_loss(actions, advantages, entropy_weight);
+  loss.backward();
+  double max_diff = 0;
+  double max_ref = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const torch::Tensor ref = params[i].grad();
+    max_diff = std::max(max_diff, (fast.grads[i] - ref).abs().max().item<double>());
+    max_ref = std::max(max_ref, ref.abs().max().item<double>());
+    params[i].mutable_grad() = torch::Tensor();
+  }
+  DPLACE_CHECK(std::abs(loss.item<double>() - fast.loss) <=
+               1e-3 * std::max(1.0, std::abs(fast.loss)))
+      << "loss differs: reference " << loss.item<double>() << ", fast " << fast.loss;
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
 void Policy::save(const std::string& path, const TrainerState& state) const {
   torch::serialize::OutputArchive root;
   torch::serialize::OutputArchive net_archive;
   torch::serialize::OutputArchive optimizer_archive;
-  impl_->net->save(net_archive);
+  impl_->params->save(net_archive);
   impl_->optimizer->save(optimizer_archive);
   root.write("net", net_archive);
   root.write("optimizer", optimizer_archive);
   const PolicyConfig& c = impl_->config;
   root.write("config",
              torch::tensor(std::vector<int64_t>{c.num_groups, c.num_devices, c.feature_dim,
-                                                c.hidden, c.layers, c.device_embedding},
+                                                c.hidden, c.device_embedding},
                            torch::kInt64));
-  root.write("state_ints", torch::tensor(std::vector<int64_t>{state.updates, state.samples,
-                                                              state.has_baseline ? 1 : 0,
-                                                              as_int64(state.fingerprint)},
-                                         torch::kInt64));
+  int64_t fingerprint;
+  std::memcpy(&fingerprint, &state.fingerprint, sizeof fingerprint);
+  root.write("state_ints",
+             torch::tensor(std::vector<int64_t>{state.updates, state.samples,
+                                                state.has_baseline ? 1 : 0, fingerprint},
+                           torch::kInt64));
   root.write(
       "state_doubles",
       torch::tensor(std::vector<double>{state.baseline, state.best_step_time_s, state.elapsed_s},
@@ -268,20 +694,20 @@ TrainerState Policy::load(const std::string& path) {
     torch::Tensor config;
     root.read("config", config);
     const PolicyConfig& c = impl_->config;
-    const std::vector<int64_t> expected{c.num_groups, c.num_devices, c.feature_dim,
-                                        c.hidden,     c.layers,      c.device_embedding};
+    const std::vector<int64_t> expected{c.num_groups, c.num_devices, c.feature_dim, c.hidden,
+                                        c.device_embedding};
     if (config.numel() != static_cast<int64_t>(expected.size()) ||
         !torch::equal(config, torch::tensor(expected, torch::kInt64))) {
       throw ConfigError(fmt::format(
           "checkpoint '{}': made for another graph or policy size (groups, devices, features, "
-          "hidden, layers, embedding differ)",
+          "hidden or embedding differ)",
           path));
     }
     torch::serialize::InputArchive net_archive;
     torch::serialize::InputArchive optimizer_archive;
     root.read("net", net_archive);
     root.read("optimizer", optimizer_archive);
-    impl_->net->load(net_archive);
+    impl_->params->load(net_archive);
     impl_->optimizer->load(optimizer_archive);
     torch::Tensor ints;
     torch::Tensor doubles;
@@ -292,7 +718,8 @@ TrainerState Policy::load(const std::string& path) {
     state.updates = ints[0].item<int64_t>();
     state.samples = ints[1].item<int64_t>();
     state.has_baseline = ints[2].item<int64_t>() != 0;
-    state.fingerprint = as_uint64(ints[3].item<int64_t>());
+    const int64_t fingerprint = ints[3].item<int64_t>();
+    std::memcpy(&state.fingerprint, &fingerprint, sizeof fingerprint);
     state.baseline = doubles[0].item<double>();
     state.best_step_time_s = doubles[1].item<double>();
     state.elapsed_s = doubles[2].item<double>();
@@ -303,6 +730,8 @@ TrainerState Policy::load(const std::string& path) {
     throw ConfigError(
         fmt::format("checkpoint '{}': cannot read: {}", path, e.what_without_backtrace()));
   }
+  ++impl_->version;
+  impl_->trace.valid = false;
   return state;
 }
 

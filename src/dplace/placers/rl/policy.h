@@ -1,19 +1,28 @@
 // The placement policy of Mirhoseini et al. (ICML 2017): a sequence-to-sequence network that reads
 // one feature vector per group (in topological order) and emits one device per group.
 //
-//   encoder: linear(features -> hidden), tanh, then an LSTM over the groups;
-//   decoder: an LSTM whose input at step t is the learned embedding of the device chosen at step
-//            t-1 (a start embedding at t = 0), initial state = the encoder's final state;
-//   attention (content-based, Luong "general"): score(t, g) = dec_t . W_a enc_g, softmax over g,
-//            context = sum_g weight * enc_g; output = tanh(W_c [dec_t; context]);
-//   logits over devices = W_o output, with devices the group may not use masked out.
-// The device embedding is fed back but the attention context is not (no "input feeding"), so for a
-// known action sequence the decoder runs as one fused LSTM call over all steps (teacher forcing):
-// update() recomputes the log-probabilities of sampled placements that way, which is exact.
+//   encoder:   x_g = tanh(W_in f_g + b_in), then an LSTM over the groups: enc_g, final (h, c);
+//   decoder:   an LSTM whose input at step t is the learned embedding of the device chosen at step
+//              t-1 (a start embedding at t = 0); initial state = the encoder's final state;
+//   attention: content-based (Luong "general"): score(t, g) = dec_t . (W_a enc_g), softmax over g,
+//              context_t = sum_g weight * enc_g; u_t = tanh(W_c [dec_t; context_t] + b_c);
+//   output:    logits_t = W_o u_t + b_o over the devices, devices the group may not use masked out.
+// The device embedding is fed back to the decoder, the attention context is not (no "input
+// feeding"), as in the paper.
+//
+// Two engines compute the same function with the same parameters:
+//  * the fast engine (used for training): forward step by step over raw buffers with BLAS sgemm
+//    (the BLAS LibTorch itself uses) and LibTorch's vectorised sigmoid/tanh/softmax, keeping every
+//    activation of the sampled batch; the REINFORCE gradient is then back-propagated by hand
+//    (backpropagation through time), with the non-recurrent parts of the backward pass done as a
+//    few large matrix products over all steps at once. No autograd graph is built.
+//  * the reference engine: the same network written with LibTorch autograd operations and
+//    teacher forcing; check_gradients() compares the two (tests).
+// Parameters, initialisation, the Adam optimizer and checkpoints are LibTorch's.
 //
 // This header keeps LibTorch out of every other translation unit (pimpl); policy.cc is the only
-// file that includes Torch. The first Policy constructed sets OPENBLAS_NUM_THREADS=1 (unless set)
-// and torch::set_num_threads(1).
+// file that includes Torch. The first Policy constructed sets OPENBLAS_NUM_THREADS=1, tells
+// OpenBLAS and LibTorch to use one thread, and leaves parallelism to the evaluation workers.
 //
 // Thread safety: a Policy is used by one thread at a time.
 #pragma once
@@ -30,9 +39,8 @@ struct PolicyConfig {
   int num_groups = 0;            // sequence length. REQUIRES: > 0
   int num_devices = 0;           // REQUIRES: > 0
   int feature_dim = 0;           // REQUIRES: > 0
-  int hidden = 256;              // LSTM and attention width. Default: 256.
-  int layers = 1;                // LSTM layers of encoder and decoder. Default: 1.
-  int device_embedding = 32;     // Default: 32.
+  int hidden = 64;               // LSTM and attention width. Default: 64.
+  int device_embedding = 16;     // Default: 16.
   double learning_rate = 0.001;  // Adam. Default: 0.001.
   double grad_clip = 1.0;        // max global gradient norm; 0: off. Default: 1.0.
   uint64_t seed = 1;             // initial weights. Default: 1.
@@ -73,11 +81,18 @@ class Policy {
   // The most likely device of each group, chosen step by step (greedy decoding).
   std::vector<int32_t> greedy();
 
-  // One REINFORCE step with Adam: loss = -mean_k(advantage_k * log p(actions_k))
-  //                                       - entropy_weight * mean entropy.
-  // actions: batch x num_groups as from sample(); advantages: batch values.
+  // One REINFORCE step with Adam on
+  //   loss = -mean_k(advantage_k * log p(actions_k)) - entropy_weight * mean entropy,
+  // where the entropy is averaged over samples and groups. actions: batch x num_groups; when they
+  // are the batch of the last sample() and the weights have not changed since, its activations are
+  // reused, otherwise the forward pass is recomputed with these actions.
   UpdateStats update(std::span<const int32_t> actions, std::span<const double> advantages,
                      double entropy_weight);
+
+  // For tests: the largest |fast - reference| over all gradient entries of the loss above, divided
+  // by the largest |reference| entry. Does not change the weights.
+  double check_gradients(std::span<const int32_t> actions, std::span<const double> advantages,
+                         double entropy_weight);
 
   // Writes weights, optimizer state and `state` to one file (Torch archive).
   void save(const std::string& path, const TrainerState& state) const;

@@ -154,7 +154,6 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"batch", [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1)); }},
           {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
           {"hidden", [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1)); }},
-          {"layers", [&](auto& k, auto& v) { o.layers = static_cast<int>(parse_int(k, v, 1)); }},
           {"embedding",
            [&](auto& k, auto& v) { o.device_embedding = static_cast<int>(parse_int(k, v, 1)); }},
           {"lr", [&](auto& k, auto& v) { o.learning_rate = parse_double(k, v, 0, false); }},
@@ -232,7 +231,6 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   pc.num_devices = D;
   pc.feature_dim = features.feature_dim;
   pc.hidden = options.hidden;
-  pc.layers = options.layers;
   pc.device_embedding = options.device_embedding;
   pc.learning_rate = options.learning_rate;
   pc.grad_clip = options.grad_clip;

@@ -32,14 +32,13 @@ struct RlOptions {
   size_t groups = 256;        // coarse groups placed by the policy. Default: 256.
   int batch = 16;             // K placements sampled per update. Default: 16.
   int64_t max_samples = 0;    // stop after this many samples in total (0: budget only). Default: 0.
-  int hidden = 128;           // LSTM / attention width. Default: 128 (paper-size: 256 or 512).
-  int layers = 1;             // LSTM layers. Default: 1.
-  int device_embedding = 32;  // Default: 32.
-  double learning_rate = 0.001;    // Adam. Default: 0.001.
+  int hidden = 64;            // LSTM / attention width. Default: 64 (see docs/rl.md).
+  int device_embedding = 16;  // Default: 16.
+  double learning_rate = 0.003;    // Adam. Default: 0.003.
   double grad_clip = 1.0;          // global gradient-norm cap; 0: off. Default: 1.0.
   double entropy_weight = 0.01;    // entropy bonus at the start. Default: 0.01.
   int64_t entropy_samples = 2000;  // the bonus falls linearly to 0 over this many samples.
-  double baseline_decay = 0.9;     // EMA baseline b <- decay * b + (1 - decay) * mean reward.
+  double baseline_decay = 0.5;     // EMA baseline b <- decay * b + (1 - decay) * mean reward.
   // Divide the advantages (reward - baseline) by the batch's reward standard deviation, so that
   // the step size does not shrink as the rewards of a converging policy get closer. Default: on.
   bool normalize_advantages = true;
@@ -55,7 +54,7 @@ struct RlOptions {
   double progress_seconds = 2;  // seconds between progress lines (with --progress).
 };
 
-// Reads options from --param key=value pairs. Keys: groups, batch, samples, hidden, layers,
+// Reads options from --param key=value pairs. Keys: groups, batch, samples, hidden,
 // embedding, lr, clip, entropy, entropy-samples, baseline-decay, oom-time, threads, checkpoint,
 // checkpoint-every, curve, measure-cmd, progress-seconds. Throws ConfigError for an unknown key or
 // a bad value, naming both.
