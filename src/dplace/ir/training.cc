@@ -381,11 +381,20 @@ Graph expand_training(const Graph& forward, const TrainingOptions& options) {
         case GradFamily::kNone:
         case GradFamily::kStructural:
           break;
-        case GradFamily::kLinear:
+        case GradFamily::kLinear: {
+          // Each operand's gradient reads the other operands: every input but the one being
+          // differentiated, unless several are (a.b) or one is read twice (x*x).
+          bool product = gi.data_req.size() >= 2;
+          for (size_t a = 0; a < f.inputs.size(); ++a) {
+            for (size_t c = a + 1; c < f.inputs.size(); ++c) {
+              product = product || f.inputs[a] == f.inputs[c];
+            }
+          }
           for (const TensorRef& in : f.inputs) {
-            if (gi.data_req.size() >= 2 || index_of(gi.data_req, in) < 0) g.inputs.push_back(in);
+            if (product || index_of(gi.data_req, in) < 0) g.inputs.push_back(in);
           }
           break;
+        }
         case GradFamily::kOutputs:
           for (uint32_t k = 0; k < f.output_bytes.size(); ++k) g.inputs.push_back({fid, k});
           break;

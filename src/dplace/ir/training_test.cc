@@ -246,6 +246,27 @@ TEST(TrainingTest, MultiOutputOpsReadEveryUpstreamGradient) {
             (std::vector<std::string>{"grad/mul/input:0", "sig:0"}));
 }
 
+TEST(TrainingTest, SquareReadsItsOperand) {
+  GraphBuilder b("square", "test");
+  const OpId x = b.add_op({.name = "x", .type = "Input", .output_bytes = {16}});
+  const OpId mm = b.add_op({.name = "mm",
+                            .type = "MatMul",
+                            .inputs = {{x, 0}},
+                            .output_bytes = {16},
+                            .flops = 64,
+                            .param_bytes = 64});
+  b.add_op({.name = "sq",
+            .type = "Mul",
+            .inputs = {{mm, 0}, {mm, 0}},
+            .output_bytes = {16},
+            .flops = 4});
+  const Graph g = expand_training(std::move(b).build());
+  // d(x*x)/dx = 2x: one gradient output, reading x.
+  EXPECT_EQ(op_named(g, "grad/sq/input").output_bytes, (std::vector<int64_t>{16}));
+  EXPECT_EQ(input_names(g, "grad/sq/input"), (std::vector<std::string>{"sq:0", "mm:0"}));
+  EXPECT_EQ(op_named(g, "grad/sq/input").flops, 4);
+}
+
 TEST(TrainingTest, ZeroCostOpsGetZeroCostGradients) {
   GraphBuilder b("reshape", "test");
   const OpId x = b.add_op({.name = "x", .type = "Input", .output_bytes = {16}});
