@@ -8,19 +8,21 @@
 
 // Implementation notes.
 //
-// Time advances over "instants" (distinct event times), numbered 0, 1, 2, ... in increasing time.
-// Because readiness and transfer requests only ever happen at the current instant, "became ready
-// earliest, then lower topo rank" is the order of the 64-bit key (instant << 32 | op rank), and the
-// channel order "requested earliest, then producer rank, then output index" is the order of
-// (instant << 32 | tensor rank). (The destination tie-break of semantics 4 never applies inside one
-// channel: every request on channel a->b has destination b.) Ready queues and channel queues are
-// binary min-heaps of such keys living in two flat pools that each run partitions by the counts it
-// knows from the placement, so a run needs no memory beyond what the first run sized.
+// Ops are numbered internally by their topological rank, and tensors by (producer rank, output
+// index), so per-op and per-tensor arrays are visited roughly in order. Time advances over
+// "instants" (distinct event times), numbered 0, 1, 2, ... in increasing time. Because readiness
+// and transfer requests only ever happen at the current instant, "became ready earliest, then
+// lower topo rank" is the order of the 64-bit key (instant << 32 | internal op id), and the channel
+// order "requested earliest, then producer rank, then output index" is the order of
+// (instant << 32 | internal tensor id). (The destination tie-break of semantics 4 never applies
+// inside one channel: every request on channel a->b has destination b.) Ready queues and channel
+// queues are binary min-heaps of such keys living in two flat pools that each run partitions by
+// the counts it knows from the placement, so a run needs no memory beyond what the first run sized.
 //
 // Memory: every allocation is held over the half-open interval [alloc, free), so at one instant
 // frees precede allocations and something held for zero time (temp_bytes of a zero-length op, the
 // unconsumed output of a zero-length op) counts nothing. A device's peak is therefore its level
-// after an instant has settled, checked only on devices that allocated during that instant.
+// after an instant has settled.
 
 namespace dplace {
 
@@ -28,6 +30,8 @@ namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kLowMask = 0xffffffffULL;
+// Clusters up to this size sample every device's memory level at the end of each instant.
+constexpr uint32_t kSampleAllDevices = 16;
 
 // The end of an activity: code < num_devices is the op running on device `code`; otherwise the
 // transfer on channel `code - num_devices`.
@@ -203,28 +207,33 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostTable
   const size_t n = num_ops_;
   const size_t d = num_devices_;
 
+  // Internal op ids are topological ranks; internal tensor ids follow (producer rank, output).
+  op_of_rank_.resize(n);
+  for (size_t r = 0; r < n; ++r) op_of_rank_[r] = graph.topo_order()[r].value();
   ops_.assign(n, OpInfo{});
   size_t num_tensors = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ops_[i].output_begin = static_cast<uint32_t>(num_tensors);
-    num_tensors += graph.num_outputs(OpId::from_index(i));
+  for (size_t r = 0; r < n; ++r) {
+    ops_[r].output_begin = static_cast<uint32_t>(num_tensors);
+    num_tensors += graph.num_outputs(OpId(op_of_rank_[r]));
     DPLACE_CHECK(num_tensors < kNone) << "Simulator: too many tensors";
-    ops_[i].output_end = static_cast<uint32_t>(num_tensors);
+    ops_[r].output_end = static_cast<uint32_t>(num_tensors);
   }
+  auto tensor_id = [&](TensorRef t) { return ops_[graph.topo_rank(t.op)].output_begin + t.output; };
 
   tensors_.assign(num_tensors, TensorInfo{});
   consumers_.clear();
   consumers_.reserve(graph.num_edges());
   max_transfers_ = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const OpId id = OpId::from_index(i);
+  for (size_t r = 0; r < n; ++r) {
+    const OpId id(op_of_rank_[r]);
     for (uint32_t k = 0; k < graph.num_outputs(id); ++k) {
-      TensorInfo& t = tensors_[ops_[i].output_begin + k];
-      t.producer = static_cast<uint32_t>(i);
+      TensorInfo& t = tensors_[ops_[r].output_begin + k];
+      t.producer = static_cast<uint32_t>(r);
       t.bytes = graph.tensor_bytes({id, k});
       t.consumer_begin = static_cast<uint32_t>(consumers_.size());
       const auto cons = graph.consumers({id, k});
-      for (OpId c : cons) consumers_.push_back(c.value());
+      for (OpId c : cons) consumers_.push_back(graph.topo_rank(c));
+      std::sort(consumers_.begin() + t.consumer_begin, consumers_.end());
       t.consumer_end = static_cast<uint32_t>(consumers_.size());
       max_transfers_ += std::min(cons.size(), d - 1);
     }
@@ -232,42 +241,29 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostTable
 
   // Distinct input tensors per op, in order of first appearance.
   inputs_.clear();
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t r = 0; r < n; ++r) {
     const size_t first = inputs_.size();
-    for (const TensorRef& in : graph.op(OpId::from_index(i)).inputs) {
-      const uint32_t t = ops_[in.op.value()].output_begin + in.output;
+    for (const TensorRef& in : graph.op(OpId(op_of_rank_[r])).inputs) {
+      const uint32_t t = tensor_id(in);
       if (std::find(inputs_.begin() + first, inputs_.end(), t) == inputs_.end()) {
         inputs_.push_back(t);
       }
     }
-    ops_[i].input_begin = static_cast<uint32_t>(first);
-    ops_[i].input_end = static_cast<uint32_t>(inputs_.size());
-  }
-
-  op_of_rank_.resize(n);
-  tensor_of_rank_.resize(num_tensors);
-  uint32_t next_tensor_rank = 0;
-  for (size_t r = 0; r < n; ++r) {
-    const uint32_t op = graph.topo_order()[r].value();
-    op_of_rank_[r] = op;
-    ops_[op].rank = static_cast<uint32_t>(r);
-    for (uint32_t t = ops_[op].output_begin; t < ops_[op].output_end; ++t) {
-      tensors_[t].rank = next_tensor_rank;
-      tensor_of_rank_[next_tensor_rank++] = t;
-    }
+    ops_[r].input_begin = static_cast<uint32_t>(first);
+    ops_[r].input_end = static_cast<uint32_t>(inputs_.size());
   }
 
   param_bytes_.resize(n);
   times_.resize(n * d);
-  for (size_t i = 0; i < n; ++i) {
-    const OpId id = OpId::from_index(i);
+  for (size_t r = 0; r < n; ++r) {
+    const OpId id(op_of_rank_[r]);
     const Op& op = graph.op(id);
     int64_t out = 0;
     for (int64_t b : op.output_bytes) out += b;
-    ops_[i].start_bytes = out + op.temp_bytes;
-    ops_[i].temp_bytes = op.temp_bytes;
-    param_bytes_[i] = op.param_bytes;
-    for (size_t k = 0; k < d; ++k) times_[i * d + k] = costs.time_s(id, DeviceId::from_index(k));
+    ops_[r].start_bytes = out + op.temp_bytes;
+    ops_[r].temp_bytes = op.temp_bytes;
+    param_bytes_[r] = op.param_bytes;
+    for (size_t k = 0; k < d; ++k) times_[r * d + k] = costs.time_s(id, DeviceId::from_index(k));
   }
 
   channel_link_.assign(d * d, Link{});
@@ -353,7 +349,6 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
   const uint32_t* const inputs = inputs_.data();
   const uint32_t* const consumers = consumers_.data();
   const uint32_t* const op_of_rank = op_of_rank_.data();
-  const uint32_t* const tensor_of_rank = tensor_of_rank_.data();
   const double* const times = times_.data();
   const Link* const channel_link = channel_link_.data();
   const int64_t* const param_bytes = param_bytes_.data();
@@ -365,9 +360,10 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
   }
   for (uint32_t c = 0; c < nc; ++c) channel_size[c] = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t dv = placement.device_of_op[i].value();
+    const uint32_t dv = placement.device_of_op[op_of_rank[i]].value();
     DPLACE_CHECK(dv < nd && times[static_cast<size_t>(i) * nd + dv] != kInfiniteTime)
-        << "Simulator::run: op '" << graph_.op(OpId(i)).name << "' is not on an allowed device";
+        << "Simulator::run: op '" << graph_.op(OpId(op_of_rank[i])).name
+        << "' is not on an allowed device";
     device_of[i] = dv;
     pending[i] = ops[i].input_end - ops[i].input_begin;
     ++ready_size[dv];  // ops per device, turned into offsets below
@@ -435,14 +431,17 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
   double now = 0;
 
   auto make_ready = [&](uint32_t op, uint32_t dv) {
-    heap_push(ready_pool + ready_begin[dv], ready_size[dv], (instant << 32) | ops[op].rank);
+    heap_push(ready_pool + ready_begin[dv], ready_size[dv], (instant << 32) | op);
     if (device_op[dv] == kNone && !device_flag[dv]) {
       device_flag[dv] = 1;
       device_todo[num_device_todo++] = dv;
     }
   };
+  // Peaks are sampled when an instant has settled: on every device when there are few (cheaper
+  // than bookkeeping), else on the devices that allocated during the instant.
+  const bool sample_all = nd <= kSampleAllDevices;
   auto touch = [&](uint32_t dv) {
-    if (!touched[dv]) {
+    if (!sample_all && !touched[dv]) {
       touched[dv] = 1;
       touched_list[num_touched++] = dv;
     }
@@ -486,8 +485,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
               } else if (stamp[cd] != t) {
                 stamp[cd] = t;
                 const uint32_t ch = dv * nd + cd;
-                heap_push(channel_pool + channel_begin[ch], channel_size[ch],
-                          (instant << 32) | info.rank);
+                heap_push(channel_pool + channel_begin[ch], channel_size[ch], (instant << 32) | t);
                 if (channel_tensor[ch] == kNone && !channel_flag[ch]) {
                   channel_flag[ch] = 1;
                   channel_todo[num_channel_todo++] = ch;
@@ -522,7 +520,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
           const uint32_t ch = channel_todo[i];
           channel_flag[ch] = 0;
           const uint64_t key = heap_pop(channel_pool + channel_begin[ch], channel_size[ch]);
-          const uint32_t t = tensor_of_rank[key & kLowMask];
+          const uint32_t t = static_cast<uint32_t>(key & kLowMask);
           const uint32_t from = ch / nd;
           const uint32_t to = ch - from * nd;
           const int64_t bytes = tensors[t].bytes;
@@ -538,12 +536,13 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
           event_push(events, num_events, Event{end, nd + ch});
           if (record || observer != nullptr) {
             const uint32_t producer = tensors[t].producer;
-            const TransferTiming timing{.tensor = {OpId(producer), t - ops[producer].output_begin},
-                                        .from = DeviceId(from),
-                                        .to = DeviceId(to),
-                                        .bytes = bytes,
-                                        .start_s = now,
-                                        .end_s = end};
+            const TransferTiming timing{
+                .tensor = {OpId(op_of_rank[producer]), t - ops[producer].output_begin},
+                .from = DeviceId(from),
+                .to = DeviceId(to),
+                .bytes = bytes,
+                .start_s = now,
+                .end_s = end};
             if (record) result.transfers.push_back(timing);
             if (observer != nullptr) observer->on_transfer(timing);
           }
@@ -559,7 +558,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
           device_flag[dv] = 0;
           if (device_op[dv] != kNone || ready_size[dv] == 0) continue;
           const uint64_t key = heap_pop(ready_pool + ready_begin[dv], ready_size[dv]);
-          const uint32_t op = op_of_rank[key & kLowMask];
+          const uint32_t op = static_cast<uint32_t>(key & kLowMask);
           const double duration = times[static_cast<size_t>(op) * nd + dv];
           const double end = now + duration;
           device_op[dv] = op;
@@ -570,8 +569,8 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
           event_push(events, num_events, Event{end, dv});
           if (record || observer != nullptr) {
             const OpTiming timing{.device = DeviceId(dv), .start_s = now, .end_s = end};
-            if (record) result.ops[op] = timing;
-            if (observer != nullptr) observer->on_op(OpId(op), timing);
+            if (record) result.ops[op_of_rank[op]] = timing;
+            if (observer != nullptr) observer->on_op(OpId(op_of_rank[op]), timing);
           }
         }
         num_device_todo = 0;
@@ -580,12 +579,16 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
       if (num_events == 0 || events[0].time_s > now) break;
     }
 
-    for (uint32_t i = 0; i < num_touched; ++i) {
-      const uint32_t dv = touched_list[i];
-      peak[dv] = std::max(peak[dv], level[dv]);
-      touched[dv] = 0;
+    if (sample_all) {
+      for (uint32_t k = 0; k < nd; ++k) peak[k] = std::max(peak[k], level[k]);
+    } else {
+      for (uint32_t i = 0; i < num_touched; ++i) {
+        const uint32_t dv = touched_list[i];
+        peak[dv] = std::max(peak[dv], level[dv]);
+        touched[dv] = 0;
+      }
+      num_touched = 0;
     }
-    num_touched = 0;
 
     if (num_events == 0) break;
     now = events[0].time_s;

@@ -137,22 +137,20 @@ class Simulator {
   const CostTable& costs_;
   double lower_bound_s_ = 0;
 
-  // Static data laid out for the hot loop (filled at construction). A tensor (op, k) has the flat
-  // index ops_[op].output_begin + k; tensors are also ranked by (producer topo rank, output index).
+  // Static data laid out for the hot loop (filled at construction). Internally ops are numbered
+  // by topological rank and tensors by (producer rank, output index); see simulator.cc.
   struct OpInfo {
     uint32_t input_begin = 0;  // distinct input tensors: inputs_[input_begin, input_end)
     uint32_t input_end = 0;
     uint32_t output_begin = 0;  // output tensors: [output_begin, output_end)
     uint32_t output_end = 0;
-    uint32_t rank = 0;        // Graph::topo_rank
     int64_t start_bytes = 0;  // outputs + temp, allocated when the op starts
     int64_t temp_bytes = 0;
   };
   struct TensorInfo {
-    uint32_t consumer_begin = 0;  // distinct consumer ops: consumers_[begin, end), by op index
+    uint32_t consumer_begin = 0;  // distinct consumer ops: consumers_[begin, end)
     uint32_t consumer_end = 0;
     uint32_t producer = 0;
-    uint32_t rank = 0;
     int64_t bytes = 0;
   };
   size_t num_ops_ = 0;
@@ -162,11 +160,10 @@ class Simulator {
   std::vector<TensorInfo> tensors_;
   std::vector<uint32_t> inputs_;
   std::vector<uint32_t> consumers_;
-  std::vector<uint32_t> op_of_rank_;      // Graph::topo_order
-  std::vector<uint32_t> tensor_of_rank_;  // inverse of TensorInfo::rank
-  std::vector<int64_t> param_bytes_;      // per op
-  std::vector<double> times_;             // op * num_devices + device; copy of the cost table
-  std::vector<Link> channel_link_;        // from * num_devices + to
+  std::vector<uint32_t> op_of_rank_;  // Graph::topo_order: internal id -> OpId
+  std::vector<int64_t> param_bytes_;  // per op
+  std::vector<double> times_;         // op * num_devices + device; copy of the cost table
+  std::vector<Link> channel_link_;    // from * num_devices + to
   std::vector<uint8_t> channel_has_link_;
 };
 

@@ -3,12 +3,31 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <map>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dplace/core/rng.h"
+
+// Counts heap allocations made through operator new, to check that a warmed-up run allocates
+// nothing.
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(size_t bytes) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+// Out of line, so that the compiler does not pair the inlined new and delete of its callers.
+[[gnu::noinline]] void release_allocation(void* p) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { release_allocation(p); }
+void operator delete(void* p, size_t) noexcept { release_allocation(p); }
 
 namespace dplace {
 namespace {
@@ -588,10 +607,10 @@ Graph random_graph(Rng& rng, size_t n) {
   return std::move(b).build();
 }
 
-// 3 GPUs; the default link (0.25 s + b/1000) plus a fast 0 <-> 1 link with no latency, on which
+// `n` GPUs; the default link (0.25 s + b/1000) plus a fast 0 <-> 1 link with no latency, on which
 // 0-byte tensors move in zero time.
-Cluster random_cluster() {
-  ClusterSpec spec = make_cluster(3).spec();
+Cluster random_cluster(size_t n = 3) {
+  ClusterSpec spec = make_cluster(n).spec();
   spec.links.push_back(
       {.from = "/gpu:0", .to = "/gpu:1", .link = {.bandwidth_bytes_per_s = 2000, .latency_s = 0}});
   return Cluster(spec, "random");
@@ -790,8 +809,11 @@ std::vector<int64_t> peaks_from_timeline(const Graph& g, const Placement& p, siz
 
 TEST(SimulatorTest, MatchesDirectImplementationOfTheRulesOnRandomGraphs) {
   Rng rng(12345);
-  const Cluster cluster = random_cluster();
-  for (int round = 0; round < 30; ++round) {
+  // 3 devices, and 20 (more than the simulator samples exhaustively at each instant).
+  const Cluster small = random_cluster(3);
+  const Cluster large = random_cluster(20);
+  for (int round = 0; round < 40; ++round) {
+    const Cluster& cluster = round % 4 == 3 ? large : small;
     const Graph g = random_graph(rng, 10 + rng.uniform_int(50));
     const CostTable costs(g, cluster);
     const Simulator sim(g, cluster, costs);
@@ -899,6 +921,25 @@ TEST(SimulatorTest, ConcurrentRunsWithOwnWorkspacesAgreeWithSerialRuns) {
   }
   for (std::thread& t : threads) t.join();
   for (size_t k = 0; k < placements.size(); ++k) expect_identical(serial[k], parallel[k]);
+}
+
+TEST(SimulatorTest, WarmedUpRunsAllocateNothing) {
+  Rng rng(5);
+  const Cluster cluster = random_cluster(4);
+  const Graph g = random_graph(rng, 400);
+  const CostTable costs(g, cluster);
+  const Simulator sim(g, cluster, costs);
+  std::vector<Placement> placements;
+  placements.push_back(single_device_placement(g, DeviceId(0)));
+  for (int k = 0; k < 10; ++k) {
+    placements.push_back(random_placement(rng, g.num_ops(), cluster.num_devices()));
+  }
+  SimWorkspace ws;
+  SimResult r;
+  sim.run(placements[0], ws, r);  // warm-up: sizes the workspace and the result
+  const int64_t before = g_allocations.load();
+  for (const Placement& p : placements) sim.run(p, ws, r);
+  EXPECT_EQ(g_allocations.load() - before, 0);
 }
 
 TEST(SimulatorTest, TimelineOffGivesTheSameSummary) {
