@@ -70,6 +70,19 @@ Tensor attention(Net& net, const Tensor& q, const Tensor& k, const Tensor& v, co
                    .flops = qk});
 }
 
+// Rows of a shared table [vocab, h] picked by ids [...]: [..., h]. Reads only those rows.
+Tensor lookup_rows(Net& net, std::string_view name, const Tensor& table, const Tensor& ids) {
+  models::Shape shape = ids.shape;
+  shape.push_back(table.shape[1]);
+  const double rows_bytes =
+      static_cast<double>(ids.elements() * table.shape[1] * models::kElementBytes);
+  return net.add1({.name = std::string(name),
+                   .type = "Gather",
+                   .inputs = {table, ids},
+                   .outputs = {std::move(shape)},
+                   .bytes_accessed = static_cast<double>(ids.bytes()) + 2 * rows_bytes});
+}
+
 // x [rows, h] times the transpose of a tied embedding table [vocab, h]: [rows, vocab].
 Tensor tied_logits(Net& net, const Tensor& x, const Tensor& table) {
   const int64_t rows = x.elements() / x.shape.back();
@@ -129,8 +142,7 @@ Graph build_bert(const ModelOptions& options) {
   {
     Net::Scope scope(net, "embeddings");
     word = net.variable("word_embeddings", {v, h});
-    const Tensor tok = net.add1(
-        {.name = "word_lookup", .type = "Gather", .inputs = {word, ids}, .outputs = {{b, s, h}}});
+    const Tensor tok = lookup_rows(net, "word_lookup", word, ids);
     const Tensor type = net.embedding("token_type_lookup", segments, 2, h);
     const Tensor pos = net.parameter_slice("position_embeddings", position_rows, {s, h});
     x = net.elementwise("AddV2", "add_token_type", {tok, type}, 1);
@@ -144,8 +156,11 @@ Graph build_bert(const ModelOptions& options) {
   Tensor pooled;
   {
     Net::Scope scope(net, "pooler");
-    const Tensor first = net.add1(
-        {.name = "first_token", .type = "StridedSlice", .inputs = {x}, .outputs = {{b, h}}});
+    const Tensor first = net.add1({.name = "first_token",
+                                   .type = "StridedSlice",
+                                   .inputs = {x},
+                                   .outputs = {{b, h}},
+                                   .bytes_accessed = 2.0 * models::kElementBytes * b * h});
     pooled = net.elementwise("Tanh", "tanh", {net.dense("dense", first, h, true)}, 4);
   }
   Tensor nsp_loss;
@@ -157,10 +172,13 @@ Graph build_bert(const ModelOptions& options) {
   Tensor mlm_loss;
   {
     Net::Scope scope(net, "mlm");
-    const Tensor picked = net.add1({.name = "gather_positions",
-                                    .type = "GatherNd",
-                                    .inputs = {x, positions},
-                                    .outputs = {{b * predictions, h}}});
+    const Tensor picked =
+        net.add1({.name = "gather_positions",
+                  .type = "GatherNd",
+                  .inputs = {x, positions},
+                  .outputs = {{b * predictions, h}},
+                  .bytes_accessed = static_cast<double>(positions.bytes()) +
+                                    2.0 * models::kElementBytes * b * predictions * h});
     Tensor y = net.dense("transform", picked, h, true);
     y = net.elementwise("Gelu", "gelu", {y}, kGeluFlops);
     y = net.layer_norm("layer_norm", y);
@@ -227,8 +245,7 @@ Graph build_gpt2(const ModelOptions& options) {
   {
     Net::Scope scope(net, "embeddings");
     wte = net.variable("wte", {v, h});
-    const Tensor tok = net.add1(
-        {.name = "token_lookup", .type = "Gather", .inputs = {wte, ids}, .outputs = {{b, s, h}}});
+    const Tensor tok = lookup_rows(net, "token_lookup", wte, ids);
     const Tensor pos = net.parameter_slice("wpe", position_rows, {s, h});
     x = net.elementwise("AddV2", "add_position", {tok, pos}, 1);
   }
