@@ -1,1 +1,200 @@
-// TODO(owner): not written yet.
+// End-to-end tests of the dplace binary: exit codes, one-line errors, JSON output, determinism.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "dplace/core/json.h"
+
+namespace dplace {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("dplace_cli_test_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+RunResult run(const std::string& args) {
+  const fs::path out = temp_dir() / "out.txt";
+  const fs::path err = temp_dir() / "err.txt";
+  const std::string cmd = std::string(DPLACE_BINARY) + " " + args + " >" + out.string() + " 2>" +
+                          err.string() + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_all(out);
+  r.err = read_all(err);
+  return r;
+}
+
+std::string data(const std::string& rel) { return std::string(DPLACE_TEST_DATA_DIR) + "/" + rel; }
+
+// Bad input: exit 2, exactly one line on stderr that mentions `needle`.
+void expect_one_line_error(const RunResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.rfind("dplace: ", 0), 0u) << r.err;
+}
+
+TEST(CliTest, ListsModelsClustersAndPlacers) {
+  RunResult models = run("models --json");
+  ASSERT_EQ(models.exit_code, 0) << models.err;
+  EXPECT_NE(models.out.find("two_tower"), std::string::npos);
+  RunResult clusters = run("clusters --json");
+  ASSERT_EQ(clusters.exit_code, 0) << clusters.err;
+  const Json j = Json::parse(clusters.out);
+  bool found = false;
+  for (const Json& c : j["clusters"]) found |= c["name"] == "paper-k80x4";
+  EXPECT_TRUE(found);
+  RunResult placers = run("placers");
+  ASSERT_EQ(placers.exit_code, 0) << placers.err;
+  EXPECT_NE(placers.out.find("single-gpu"), std::string::npos);
+}
+
+TEST(CliTest, InfoReportsGraphStatistics) {
+  RunResult r = run("info " + data("cli/chain.json") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["ops"], 4);
+  EXPECT_EQ(j["edges"], 3);
+  EXPECT_EQ(j["groups"], 4);
+  EXPECT_DOUBLE_EQ(j["total_flops"].get<double>(), 4.001e9);
+  EXPECT_EQ(j["param_bytes"], 8000000);
+  EXPECT_EQ(j["activation_bytes"], 4000000);
+}
+
+TEST(CliTest, SimulateGivesHandComputedStepTime) {
+  // x on cpu: no work -> 0 (Input with no flops; bytes_accessed = 1 MB output -> 1e6/1e10 = 1e-4
+  // s). x -> a crosses cpu->gpu: 1e6 B / 1e9 B/s = 1e-3 s. a, b on gpu: max(2e9/1e12, 2e6/1e11) =
+  // 2e-3 s each. b -> y crosses gpu->cpu: 1e-3 s. y on cpu: max(1e6/1e11, 2e6/1e10) = 2e-4 s. Step
+  // = 1e-4 + 1e-3 + 2e-3 + 2e-3 + 1e-3 + 2e-4 = 6.3e-3 s.
+  RunResult r =
+      run("simulate " + data("cli/chain.json") + " --cluster " + data("cli/two_devices.json") +
+          " --placement " + data("cli/split.placement.json") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_NEAR(j["step_time_s"].get<double>(), 6.3e-3, 1e-12);
+  EXPECT_EQ(j["feasible"], true);
+  EXPECT_EQ(j["graph"], "chain");
+  EXPECT_EQ(j["cluster"], "two-devices");
+  EXPECT_TRUE(j.contains("lower_bound_s"));
+  EXPECT_TRUE(j.contains("placement_seconds"));
+  EXPECT_TRUE(j.contains("evaluations"));
+  EXPECT_EQ(j["peak_memory_bytes"]["/gpu:0"].get<int64_t>() >= 8000000, true);
+}
+
+TEST(CliTest, PlaceWritesAPlacementThatSimulatesIdentically) {
+  const std::string out = (temp_dir() / "p.json").string();
+  const std::string trace = (temp_dir() / "t.json").string();
+  const std::string dot = (temp_dir() / "g.dot").string();
+  RunResult placed = run("place two_tower --cluster paper-k80x2 --placer single-gpu --json -o " +
+                         out + " --trace " + trace + " --dot " + dot);
+  ASSERT_EQ(placed.exit_code, 0) << placed.err;
+  RunResult simulated =
+      run("simulate two_tower --cluster paper-k80x2 --placement " + out + " --json");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_EQ(Json::parse(placed.out)["step_time_s"], Json::parse(simulated.out)["step_time_s"]);
+  const Json t = Json::parse(read_all(trace));
+  EXPECT_TRUE(t.contains("traceEvents"));
+  EXPECT_NE(read_all(dot).find("digraph"), std::string::npos);
+}
+
+TEST(CliTest, SameInputsGiveBitIdenticalResults) {
+  RunResult a = run("compare two_tower --cluster paper-k80x4 --json");
+  RunResult b = run("compare two_tower --cluster paper-k80x4 --json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  Json ja = Json::parse(a.out), jb = Json::parse(b.out);
+  for (Json* j : {&ja, &jb}) {
+    for (Json& row : (*j)["rows"]) row.erase("placement_seconds");
+  }
+  EXPECT_EQ(ja.dump(), jb.dump());
+}
+
+TEST(CliTest, MissingFileIsOneLineExit2) {
+  expect_one_line_error(run("info /nonexistent/graph.json"), "/nonexistent/graph.json");
+}
+
+TEST(CliTest, UnknownPresetIsOneLineExit2) {
+  expect_one_line_error(run("place two_tower --cluster nosuch --placer single-gpu"), "nosuch");
+}
+
+TEST(CliTest, UnknownPlacerIsOneLineExit2) {
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer nosuch"), "nosuch");
+}
+
+TEST(CliTest, UsageErrorIsOneLineExit2) {
+  expect_one_line_error(run("simulate two_tower --cluster paper-k80x2"), "--placement");
+  expect_one_line_error(run("frobnicate"), "frobnicate");
+}
+
+TEST(CliTest, PlacementOnUnknownDeviceIsOneLineExit2) {
+  const fs::path p = temp_dir() / "bad_device.json";
+  std::ofstream(p) << R"({"format": "dplace.placement/1", "assignment": {"x": "/cpu:0",
+      "a": "/gpu:7", "b": "/gpu:0", "y": "/cpu:0"}})";
+  expect_one_line_error(run("simulate " + data("cli/chain.json") + " --cluster " +
+                            data("cli/two_devices.json") + " --placement " + p.string()),
+                        "/gpu:7");
+}
+
+TEST(CliTest, PlacementMissingAnOpIsOneLineExit2) {
+  const fs::path p = temp_dir() / "missing_op.json";
+  std::ofstream(p) << R"({"format": "dplace.placement/1", "assignment": {"x": "/cpu:0",
+      "a": "/gpu:0", "b": "/gpu:0"}})";
+  expect_one_line_error(run("simulate " + data("cli/chain.json") + " --cluster " +
+                            data("cli/two_devices.json") + " --placement " + p.string()),
+                        "'y'");
+}
+
+// Every file of the malformed corpus is rejected with exit 2 and one line naming the file.
+TEST(CliTest, MalformedGraphCorpusIsRejectedCleanly) {
+  const fs::path dir = data("malformed/graph");
+  ASSERT_TRUE(fs::exists(dir)) << dir;
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    SCOPED_TRACE(entry.path().string());
+    expect_one_line_error(run("info " + entry.path().string()), entry.path().string());
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+TEST(CliTest, MalformedClusterCorpusIsRejectedCleanly) {
+  const fs::path dir = data("malformed/cluster");
+  ASSERT_TRUE(fs::exists(dir)) << dir;
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    SCOPED_TRACE(entry.path().string());
+    expect_one_line_error(
+        run("place two_tower --placer single-cpu --cluster " + entry.path().string()),
+        entry.path().string());
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+}  // namespace
+}  // namespace dplace

@@ -1,1 +1,43 @@
-int main() { return 0; }
+// dplace: find fast device placements for neural-network graphs. See README.md and DESIGN.md
+// section 6 for the command surface.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "dplace/cli/commands.h"
+#include "dplace/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dplace: device placement for neural-network computation graphs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dplace 0.1.0");
+  dplace::cli::add_list_commands(app);
+  dplace::cli::add_info_command(app);
+  dplace::cli::add_simulate_command(app);
+  dplace::cli::add_place_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    for (char& c : what) {
+      if (c == '\n') c = ' ';
+    }
+    fmt::print(stderr, "dplace: {} (see dplace --help)\n", what);
+    return 2;
+  } catch (const dplace::Error& e) {
+    fmt::print(stderr, "dplace: {}\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "dplace: out of host memory\n");
+    return 3;
+  }
+  return 0;
+}

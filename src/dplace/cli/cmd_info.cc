@@ -1,0 +1,90 @@
+// dplace info GRAPH [model options] [--json]: statistics of a graph.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "dplace/cli/commands.h"
+#include "dplace/cli/report.h"
+#include "dplace/cli/workload.h"
+
+namespace dplace::cli {
+namespace {
+
+struct InfoArgs {
+  GraphArgs graph;
+  bool json = false;
+};
+
+void run_info(const InfoArgs& args) {
+  const Workload w = load_workload(args.graph);
+  const Graph& g = w.graph;
+  double forward_flops = 0;
+  int64_t activation_bytes = 0;
+  std::map<std::string, int64_t> phases;
+  std::map<std::string, int64_t> types;
+  for (const Op& op : g.ops()) {
+    if (op.phase == Phase::kForward || op.phase == Phase::kUnspecified) forward_flops += op.flops;
+    for (int64_t b : op.output_bytes) activation_bytes += b;
+    std::string phase(phase_name(op.phase));
+    ++phases[phase.empty() ? "unspecified" : phase];
+    ++types[op.type.empty() ? "(none)" : op.type];
+  }
+  size_t largest_group = 0;
+  for (size_t i = 0; i < g.num_groups(); ++i) {
+    largest_group = std::max(largest_group, g.group_ops(GroupId::from_index(i)).size());
+  }
+  if (args.json) {
+    Json j = {{"graph", g.name()},
+              {"format", w.format},
+              {"ops", g.num_ops()},
+              {"edges", g.num_edges()},
+              {"groups", g.num_groups()},
+              {"largest_group", largest_group},
+              {"forward_flops", forward_flops},
+              {"total_flops", g.total_flops()},
+              {"param_bytes", g.total_param_bytes()},
+              {"activation_bytes", activation_bytes},
+              {"phases", phases},
+              {"op_types", types},
+              {"implied_cluster", w.implied_cluster ? w.implied_cluster->name() : ""}};
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("graph            {} ({})\n", g.name(), w.format);
+  fmt::print("ops              {}\n", g.num_ops());
+  fmt::print("edges            {}\n", g.num_edges());
+  fmt::print("groups           {} (largest {} ops)\n", g.num_groups(), largest_group);
+  fmt::print("forward flops    {:.4g}\n", forward_flops);
+  fmt::print("total flops      {:.4g}\n", g.total_flops());
+  fmt::print("param bytes      {} ({})\n", g.total_param_bytes(),
+             format_bytes(double(g.total_param_bytes())));
+  fmt::print("activation bytes {} ({})\n", activation_bytes,
+             format_bytes(double(activation_bytes)));
+  std::string phase_line;
+  for (const auto& [phase, n] : phases)
+    phase_line += fmt::format("{}{} {}", phase_line.empty() ? "" : ", ", n, phase);
+  fmt::print("phases           {}\n", phase_line);
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  for (const auto& [type, n] : types) by_count.emplace_back(-n, type);
+  std::sort(by_count.begin(), by_count.end());
+  std::string type_line;
+  for (size_t i = 0; i < std::min<size_t>(8, by_count.size()); ++i) {
+    type_line += fmt::format("{}{} {}", type_line.empty() ? "" : ", ", -by_count[i].first,
+                             by_count[i].second);
+  }
+  fmt::print("top op types     {}\n", type_line);
+  if (w.implied_cluster) fmt::print("implied cluster  {}\n", w.implied_cluster->name());
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* cmd = app.add_subcommand("info", "print statistics of a model or graph file");
+  add_graph_options(cmd, args->graph);
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->callback([args] { run_info(*args); });
+}
+
+}  // namespace dplace::cli

@@ -1,0 +1,112 @@
+// dplace pipeline GRAPH [--cluster C] [--objective throughput|latency] [--contiguous]
+//                       [--latency-method ilp|greedy] [--time-limit S] [--json] [-o P.json]
+//                       [--trace T.json] [--dot F]
+//
+// Pipeline partitioning of Tarnawski et al. (NeurIPS 2020), docs/pipeline.md:
+//  * --objective throughput --contiguous: the exact DP over ideals (minimum max-load);
+//  * --objective throughput without --contiguous: the non-contiguous integer program (CBC, within
+//    --time-limit, warm-started with the contiguous optimum; the gap is reported);
+//  * --objective latency: the single-sample-latency integer program (CBC) or its greedy baseline.
+// Without --cluster, a dnn-partitioning file's implied cluster is used. The plan is also
+// simulated as one ordinary step (DESIGN.md section 5) so that -o/--trace/--dot work as for
+// `place`.
+#include <fmt/format.h>
+
+#include "dplace/cli/commands.h"
+#include "dplace/cli/report.h"
+#include "dplace/cli/workload.h"
+#include "dplace/core/error.h"
+#include "dplace/placers/pipeline/pipeline.h"
+
+namespace dplace::cli {
+namespace {
+
+struct PipelineArgs {
+  GraphArgs graph;
+  std::optional<std::string> cluster;
+  std::string objective = "throughput";
+  bool contiguous = false;
+  std::string latency_method = "ilp";
+  double time_limit_s = 60;
+  OutputArgs out;
+};
+
+void run_pipeline(const PipelineArgs& args) {
+  PipelineOptions options;
+  const auto objective = parse_pipeline_objective(args.objective);
+  if (!objective) {
+    throw ConfigError(
+        fmt::format("--objective '{}': expected throughput or latency", args.objective));
+  }
+  options.objective = *objective;
+  options.contiguous = args.contiguous;
+  if (args.latency_method == "ilp") {
+    options.latency_method = LatencyMethod::kIlp;
+  } else if (args.latency_method == "greedy") {
+    options.latency_method = LatencyMethod::kGreedy;
+  } else {
+    throw ConfigError(
+        fmt::format("--latency-method '{}': expected ilp or greedy", args.latency_method));
+  }
+  if (!(args.time_limit_s > 0)) {
+    throw ConfigError(fmt::format("--time-limit {}: must be positive", args.time_limit_s));
+  }
+  options.time_limit_s = args.time_limit_s;
+
+  Session session(load_workload(args.graph), args.cluster);
+  const PipelineProblem problem =
+      pipeline_problem_from_graph(session.graph(), session.cluster(), session.costs());
+  for (const std::string& w : problem.warnings) fmt::print(stderr, "dplace: warning: {}\n", w);
+  PipelineRequest request;
+  request.problem = &problem;
+  request.options = options;
+  const PipelinePlan plan = solve_pipeline(request);
+
+  std::optional<Evaluation> step;
+  if (plan.feasible) {
+    step = evaluate(session, "pipeline", pipeline_placement(problem, plan));
+    step->placement_seconds = plan.solve_seconds;
+    step->note = plan.note;
+  }
+  if (args.out.json) {
+    Json j = pipeline_plan_to_json(problem, plan);
+    j["cluster"] = session.cluster().name();
+    j["placer"] = "pipeline";
+    if (step) j["simulation"] = evaluation_to_json(session, *step);
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}", pipeline_plan_table(problem, plan));
+    if (step) {
+      fmt::print("one step of this placement, simulated without pipelining: {}\n",
+                 format_seconds(step->sim.step_time_s));
+    }
+  }
+  if (step) {
+    write_outputs(session, *step, args.out);
+  } else if (!args.out.placement_path.empty()) {
+    throw ConfigError(fmt::format("{}: no feasible split to write ({})", args.out.placement_path,
+                                  plan.infeasible_reason));
+  }
+}
+
+}  // namespace
+
+void add_pipeline_command(CLI::App& app) {
+  auto args = std::make_shared<PipelineArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "pipeline", "pipeline partitioning: minimum max-load (throughput) or single-sample latency");
+  add_graph_options(cmd, args->graph);
+  cmd->add_option("--cluster", args->cluster,
+                  "preset name or cluster JSON file (default: the graph file's implied cluster)");
+  cmd->add_option("--objective", args->objective, "throughput (default) or latency");
+  cmd->add_flag("--contiguous", args->contiguous,
+                "throughput: contiguous splits only, solved exactly by the DP over ideals; "
+                "without it, the non-contiguous integer program (CBC)");
+  cmd->add_option("--latency-method", args->latency_method,
+                  "latency: ilp (default, CBC) or greedy (the paper's baseline)");
+  cmd->add_option("--time-limit", args->time_limit_s, "seconds for CBC (default 60)");
+  add_output_options(cmd, args->out, true);
+  cmd->callback([args] { run_pipeline(*args); });
+}
+
+}  // namespace dplace::cli

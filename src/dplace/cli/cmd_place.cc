@@ -1,0 +1,234 @@
+// dplace place   GRAPH --cluster C --placer NAME [--seed N] [--budget-seconds S] [-o P.json]
+//                [--json] [--trace T.json] [--dot F.dot|F.svg]
+// dplace compare GRAPH --cluster C [--placers a,b,...] [--seed N] [--budget-seconds S]
+//                [--json|--csv] [--trace T.json] [--dot F]   (files for the best placement)
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "dplace/cli/commands.h"
+#include "dplace/cli/report.h"
+#include "dplace/cli/workload.h"
+#include "dplace/core/error.h"
+#include "dplace/io/placement_json.h"
+#include "dplace/placers/placer.h"
+
+namespace dplace::cli {
+namespace {
+
+struct SearchArgs {
+  GraphArgs graph;
+  std::optional<std::string> cluster;
+  uint64_t seed = 1;
+  double budget_seconds = 60;
+  bool progress = false;
+  std::string expert_path;          // --placement FILE for the expert placer
+  std::vector<std::string> params;  // --param key=value
+};
+
+void add_search_options(CLI::App* cmd, SearchArgs& args) {
+  add_graph_options(cmd, args.graph);
+  cmd->add_option("--cluster", args.cluster, "preset name or cluster JSON file");
+  cmd->add_option("--seed", args.seed, "seed of randomised placers (default 1)");
+  cmd->add_option("--budget-seconds", args.budget_seconds,
+                  "wall-clock budget of search placers (default 60)");
+  cmd->add_flag("--progress", args.progress, "progress lines on stderr even when not a terminal");
+  cmd->add_option("--placement", args.expert_path,
+                  "placement file used by the 'expert' placer instead of the model's own");
+  cmd->add_option("--param", args.params, "placer option key=value (repeatable)");
+}
+
+PlaceRequest make_request(const Session& session, const SearchArgs& args) {
+  PlaceRequest r;
+  r.graph = &session.graph();
+  r.cluster = &session.cluster();
+  r.costs = &session.costs();
+  r.simulator = &session.simulator();
+  r.seed = args.seed;
+  r.budget_seconds = args.budget_seconds;
+  r.progress = args.progress || isatty(STDERR_FILENO);
+  if (!args.expert_path.empty()) {
+    r.expert = read_placement_file(args.expert_path, session.graph(), session.cluster());
+  } else {
+    r.expert = session.expert_placement();
+  }
+  for (const std::string& p : args.params) {
+    const size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError(fmt::format("--param '{}': expected key=value", p));
+    }
+    r.params[p.substr(0, eq)] = p.substr(eq + 1);
+  }
+  return r;
+}
+
+Evaluation run_placer(const Session& session, const PlaceRequest& request,
+                      const std::string& name) {
+  std::unique_ptr<Placer> placer = make_placer(name);
+  const auto start = std::chrono::steady_clock::now();
+  PlaceResult result = placer->place(request);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Evaluation e = evaluate(session, name, std::move(result.placement));
+  e.placement_seconds = seconds;
+  e.evaluations = result.evaluations;
+  e.note = result.note;
+  e.infeasible_reason = result.infeasible_reason;
+  return e;
+}
+
+struct PlaceArgs {
+  SearchArgs search;
+  std::string placer;
+  OutputArgs out;
+};
+
+void run_place(const PlaceArgs& args) {
+  Session session(load_workload(args.search.graph), args.search.cluster);
+  const PlaceRequest request = make_request(session, args.search);
+  const Evaluation e = run_placer(session, request, args.placer);
+  if (args.out.json) {
+    fmt::print("{}\n", evaluation_to_json(session, e).dump(2));
+  } else {
+    print_evaluation(session, e, stdout);
+  }
+  write_outputs(session, e, args.out);
+}
+
+struct CompareArgs {
+  SearchArgs search;
+  std::vector<std::string> placers;
+  bool csv = false;
+  OutputArgs out;
+};
+
+// One row of the comparison; `error` is set when the placer could not run on this input.
+struct CompareRow {
+  std::optional<Evaluation> evaluation;
+  std::string placer;
+  std::string error;
+};
+
+void run_compare(const CompareArgs& args) {
+  if (args.out.json && args.csv) throw ConfigError("--json and --csv are mutually exclusive");
+  Session session(load_workload(args.search.graph), args.search.cluster);
+  const PlaceRequest request = make_request(session, args.search);
+  std::vector<std::string> names = args.placers;
+  if (names.empty()) {
+    for (const PlacerInfo& p : list_placers()) {
+      if (p.in_default_compare) names.push_back(p.name);
+    }
+  }
+  std::vector<CompareRow> rows;
+  for (const std::string& name : names) {
+    make_placer(name);  // unknown names are an input error before any work starts
+  }
+  for (const std::string& name : names) {
+    CompareRow row;
+    row.placer = name;
+    try {
+      row.evaluation = run_placer(session, request, name);
+    } catch (const ConfigError& e) {
+      row.error = e.what();
+    }
+    if (request.progress) fmt::print(stderr, "dplace: {} done\n", name);
+    rows.push_back(std::move(row));
+  }
+
+  // Reference for the speed-up column: the fastest feasible single-device placement.
+  double best_single = 0;
+  for (const CompareRow& r : rows) {
+    if (!r.evaluation || !r.evaluation->sim.feasible) continue;
+    if (r.placer.rfind("single", 0) != 0) continue;
+    const double t = r.evaluation->sim.step_time_s;
+    if (best_single == 0 || t < best_single) best_single = t;
+  }
+  const CompareRow* best = nullptr;
+  for (const CompareRow& r : rows) {
+    if (!r.evaluation || !r.evaluation->sim.feasible) continue;
+    if (!best || r.evaluation->sim.step_time_s < best->evaluation->sim.step_time_s) best = &r;
+  }
+
+  const double lb = session.simulator().lower_bound_s();
+  if (args.out.json) {
+    Json out_rows = Json::array();
+    for (const CompareRow& r : rows) {
+      if (!r.evaluation) {
+        out_rows.push_back({{"placer", r.placer}, {"error", r.error}});
+        continue;
+      }
+      Json j = evaluation_to_json(session, *r.evaluation);
+      j["speedup_vs_best_single"] =
+          best_single > 0 ? best_single / r.evaluation->sim.step_time_s : 0.0;
+      out_rows.push_back(j);
+    }
+    fmt::print("{}\n", Json{{"graph", session.graph().name()},
+                            {"cluster", session.cluster().name()},
+                            {"lower_bound_s", lb},
+                            {"best", best ? best->placer : ""},
+                            {"rows", out_rows}}
+                           .dump(2));
+  } else if (args.csv) {
+    fmt::print(
+        "placer,step_time_s,feasible,speedup_vs_best_single,max_peak_memory_bytes,"
+        "ratio_to_lower_bound,placement_seconds,evaluations,error\n");
+    for (const CompareRow& r : rows) {
+      if (!r.evaluation) {
+        fmt::print("{},,,,,,,,\"{}\"\n", r.placer, r.error);
+        continue;
+      }
+      const Evaluation& e = *r.evaluation;
+      int64_t peak = 0;
+      for (const DeviceStats& d : e.sim.devices) peak = std::max(peak, d.peak_memory_bytes);
+      fmt::print("{},{:.9g},{},{:.4f},{},{:.4f},{:.4f},{},\n", r.placer, e.sim.step_time_s,
+                 e.sim.feasible ? 1 : 0, best_single > 0 ? best_single / e.sim.step_time_s : 0.0,
+                 peak, lb > 0 ? e.sim.step_time_s / lb : 0.0, e.placement_seconds, e.evaluations);
+    }
+  } else {
+    fmt::print("graph {} ({} ops, {} groups) on {}; lower bound {}\n", session.graph().name(),
+               session.graph().num_ops(), session.graph().num_groups(), session.cluster().name(),
+               format_seconds(lb));
+    fmt::print("{:<14} {:>12} {:>5} {:>9} {:>12} {:>8} {:>10} {:>7}\n", "placer", "step time",
+               "OOM", "speed-up", "peak mem", "vs LB", "placed in", "evals");
+    for (const CompareRow& r : rows) {
+      if (!r.evaluation) {
+        fmt::print("{:<14} n/a: {}\n", r.placer, r.error);
+        continue;
+      }
+      const Evaluation& e = *r.evaluation;
+      int64_t peak = 0;
+      for (const DeviceStats& d : e.sim.devices) peak = std::max(peak, d.peak_memory_bytes);
+      fmt::print("{:<14} {:>12} {:>5} {:>9} {:>12} {:>8.3f} {:>10} {:>7}\n", r.placer,
+                 format_seconds(e.sim.step_time_s), e.sim.feasible ? "" : "OOM",
+                 best_single > 0 ? fmt::format("{:.2f}x", best_single / e.sim.step_time_s) : "-",
+                 format_bytes(double(peak)), lb > 0 ? e.sim.step_time_s / lb : 0.0,
+                 format_seconds(e.placement_seconds), e.evaluations);
+    }
+    fmt::print("speed-up: relative to the fastest feasible single-device placement\n");
+    if (best) fmt::print("best: {}\n", best->placer);
+  }
+  if (best) write_outputs(session, *best->evaluation, args.out);
+}
+
+}  // namespace
+
+void add_place_commands(CLI::App& app) {
+  auto place = std::make_shared<PlaceArgs>();
+  CLI::App* cmd = app.add_subcommand("place", "find a placement with one placer");
+  add_search_options(cmd, place->search);
+  cmd->add_option("--placer", place->placer, "placer name (see dplace placers)")->required();
+  add_output_options(cmd, place->out, true);
+  cmd->callback([place] { run_place(*place); });
+
+  auto compare = std::make_shared<CompareArgs>();
+  CLI::App* cmp = app.add_subcommand("compare", "run several placers and compare them");
+  add_search_options(cmp, compare->search);
+  cmp->add_option("--placers", compare->placers, "comma-separated placer names")->delimiter(',');
+  cmp->add_flag("--csv", compare->csv, "print CSV");
+  add_output_options(cmp, compare->out, false);
+  cmp->callback([compare] { run_compare(*compare); });
+}
+
+}  // namespace dplace::cli

@@ -1,0 +1,122 @@
+#include "dplace/cli/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "dplace/io/dot.h"
+#include "dplace/io/placement_json.h"
+#include "dplace/io/trace.h"
+
+namespace dplace::cli {
+
+std::string format_seconds(double s) {
+  if (!std::isfinite(s)) return "inf";
+  if (s >= 1) return fmt::format("{:.4g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
+  return fmt::format("{:.4g} us", s * 1e6);
+}
+
+Evaluation evaluate(const Session& session, std::string placer, Placement placement) {
+  Evaluation e;
+  e.placer = std::move(placer);
+  e.placement = std::move(placement);
+  e.sim = session.simulator().run(e.placement);
+  return e;
+}
+
+Json evaluation_to_json(const Session& session, const Evaluation& e) {
+  const Cluster& cluster = session.cluster();
+  Json oom = Json::array();
+  for (const OomDevice& d : e.sim.oom_devices) {
+    oom.push_back({{"device", cluster.device(d.device).name},
+                   {"peak_memory_bytes", d.peak_memory_bytes},
+                   {"capacity_bytes", d.capacity_bytes},
+                   {"overflow_bytes", d.overflow_bytes}});
+  }
+  Json peak = Json::object();
+  Json busy = Json::object();
+  Json ops_per_device = Json::object();
+  std::vector<int64_t> op_count(cluster.num_devices(), 0);
+  for (DeviceId d : e.placement.device_of_op) ++op_count[d.value()];
+  for (size_t i = 0; i < cluster.num_devices(); ++i) {
+    const std::string& name = cluster.devices()[i].name;
+    peak[name] = e.sim.devices[i].peak_memory_bytes;
+    busy[name] = e.sim.devices[i].busy_s;
+    ops_per_device[name] = op_count[i];
+  }
+  const double lb = session.simulator().lower_bound_s();
+  Json j = {{"graph", session.graph().name()},
+            {"cluster", cluster.name()},
+            {"placer", e.placer},
+            {"step_time_s", e.sim.step_time_s},
+            {"feasible", e.sim.feasible},
+            {"oom_devices", oom},
+            {"peak_memory_bytes", peak},
+            {"lower_bound_s", lb},
+            {"ratio_to_lower_bound", lb > 0 ? e.sim.step_time_s / lb : 0.0},
+            {"placement_seconds", e.placement_seconds},
+            {"evaluations", e.evaluations},
+            {"busy_s", busy},
+            {"ops_per_device", ops_per_device},
+            {"transfers", e.sim.num_transfers},
+            {"transferred_bytes", e.sim.transferred_bytes}};
+  if (!e.note.empty()) j["note"] = e.note;
+  if (!e.infeasible_reason.empty()) j["infeasible_reason"] = e.infeasible_reason;
+  return j;
+}
+
+void print_evaluation(const Session& session, const Evaluation& e, std::FILE* out) {
+  const Cluster& cluster = session.cluster();
+  const double lb = session.simulator().lower_bound_s();
+  fmt::print(out, "graph {} ({} ops) on {}, placer {}\n", session.graph().name(),
+             session.graph().num_ops(), cluster.name(), e.placer);
+  fmt::print(out, "step time    {}   lower bound {}   ratio {:.3f}\n",
+             format_seconds(e.sim.step_time_s), format_seconds(lb),
+             lb > 0 ? e.sim.step_time_s / lb : 0.0);
+  fmt::print(out, "feasible     {}\n", e.sim.feasible ? "yes" : "NO (out of memory)");
+  std::vector<int64_t> op_count(cluster.num_devices(), 0);
+  for (DeviceId d : e.placement.device_of_op) ++op_count[d.value()];
+  fmt::print(out, "{:<18} {:<5} {:>8} {:>12} {:>6} {:>12} {:>12}\n", "device", "kind", "ops",
+             "busy", "util", "peak mem", "capacity");
+  for (size_t i = 0; i < cluster.num_devices(); ++i) {
+    const Device& d = cluster.devices()[i];
+    const DeviceStats& s = e.sim.devices[i];
+    const bool oom = s.peak_memory_bytes > d.memory_bytes;
+    fmt::print(out, "{:<18} {:<5} {:>8} {:>12} {:>5.1f}% {:>12} {:>12}{}\n", d.name,
+               device_kind_name(d.kind), op_count[i], format_seconds(s.busy_s),
+               e.sim.step_time_s > 0 ? 100.0 * s.busy_s / e.sim.step_time_s : 0.0,
+               format_bytes(double(s.peak_memory_bytes)), format_bytes(double(d.memory_bytes)),
+               oom ? "  OOM" : "");
+  }
+  fmt::print(out, "transfers    {} ({})\n", e.sim.num_transfers,
+             format_bytes(double(e.sim.transferred_bytes)));
+  fmt::print(out, "placed in    {} ({} simulations)\n", format_seconds(e.placement_seconds),
+             e.evaluations);
+  if (!e.infeasible_reason.empty()) fmt::print(out, "note         {}\n", e.infeasible_reason);
+  if (!e.note.empty()) fmt::print(out, "note         {}\n", e.note);
+}
+
+void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out) {
+  if (with_placement_out) {
+    cmd->add_option("-o,--output", args.placement_path, "write the placement (dplace.placement/1)");
+  }
+  cmd->add_option("--trace", args.trace_path, "write a Chrome trace-event timeline (Perfetto)");
+  cmd->add_option("--dot", args.dot_path, "write the placed graph as .dot or .svg (Graphviz)");
+  cmd->add_flag("--json", args.json, "print one JSON object on stdout");
+}
+
+void write_outputs(const Session& session, const Evaluation& e, const OutputArgs& args) {
+  if (!args.placement_path.empty()) {
+    write_placement_file(session.graph(), session.cluster(), e.placement, args.placement_path);
+  }
+  if (!args.trace_path.empty()) {
+    SimResult timeline = session.simulator().run(e.placement, SimOptions{.record_timeline = true});
+    write_trace_file(session.graph(), session.cluster(), timeline, args.trace_path);
+  }
+  if (!args.dot_path.empty()) {
+    write_dot(session.graph(), session.cluster(), &e.placement, args.dot_path);
+  }
+}
+
+}  // namespace dplace::cli

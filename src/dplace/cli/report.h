@@ -1,0 +1,50 @@
+// Printing and saving the outcome of evaluating one placement: the `--json` object of DESIGN.md
+// section 6, the human-readable summary, and the optional -o / --trace / --dot files.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "dplace/cli/workload.h"
+#include "dplace/core/json.h"
+#include "dplace/io/dot.h"  // format_bytes
+#include "dplace/sim/simulator.h"
+
+namespace dplace::cli {
+
+struct Evaluation {
+  std::string placer;
+  Placement placement;
+  SimResult sim;
+  double placement_seconds = 0;  // wall time of the placer
+  int64_t evaluations = 0;       // simulations the placer ran
+  std::string note;
+  std::string infeasible_reason;
+};
+
+// Simulates `placement` (summary only) and fills an Evaluation.
+Evaluation evaluate(const Session& session, std::string placer, Placement placement);
+
+// The DESIGN.md section 6 object: graph, cluster, placer, step_time_s, feasible, oom_devices,
+// peak_memory_bytes (device name -> bytes), lower_bound_s, placement_seconds, evaluations, plus
+// per-device busy time and transfer totals.
+Json evaluation_to_json(const Session& session, const Evaluation& e);
+// A few aligned lines: step time vs lower bound, then one row per device.
+void print_evaluation(const Session& session, const Evaluation& e, std::FILE* out);
+
+struct OutputArgs {
+  std::string placement_path;  // -o
+  std::string trace_path;      // --trace
+  std::string dot_path;        // --dot (.dot or .svg)
+  bool json = false;           // --json
+};
+void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out);
+// Writes -o, --trace (re-simulating with the timeline) and --dot for one evaluation.
+void write_outputs(const Session& session, const Evaluation& e, const OutputArgs& args);
+
+// "1.234 s", "12.3 ms", "45.6 us".
+std::string format_seconds(double s);
+
+}  // namespace dplace::cli

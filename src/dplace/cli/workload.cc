@@ -1,0 +1,111 @@
+#include "dplace/cli/workload.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <filesystem>
+
+#include "dplace/cluster/presets.h"
+#include "dplace/core/error.h"
+
+namespace dplace::cli {
+
+void add_graph_options(CLI::App* cmd, GraphArgs& args) {
+  cmd->add_option("GRAPH", args.spec, "built-in model name or graph file (.onnx, JSON, graph.txt)")
+      ->required();
+  cmd->add_option("--batch", args.batch, "batch size (built-in models)");
+  cmd->add_option("--layers", args.layers, "number of layers (built-in models)");
+  cmd->add_option("--hidden", args.hidden, "hidden size (built-in models)");
+  cmd->add_option("--seq", args.seq, "sequence length (built-in models)");
+  cmd->add_option("--vocab", args.vocab, "vocabulary size (built-in models)");
+  cmd->add_flag("--training", args.training, "forward + backward + update graph");
+  cmd->add_flag("--inference", args.inference, "forward graph only");
+  cmd->add_option("--dim", args.dims, "value of a symbolic ONNX dimension, name=value");
+}
+
+namespace {
+
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& d : dims) {
+    const size_t eq = d.find('=');
+    int64_t value = 0;
+    const char* first = d.data() + (eq == std::string::npos ? 0 : eq + 1);
+    const char* last = d.data() + d.size();
+    auto [ptr, ec] = std::from_chars(first, last, value);
+    if (eq == std::string::npos || eq == 0 || ec != std::errc() || ptr != last || value <= 0) {
+      throw ConfigError(fmt::format("--dim '{}': expected name=positive-integer", d));
+    }
+    out[d.substr(0, eq)] = value;
+  }
+  return out;
+}
+
+}  // namespace
+
+Workload load_workload(const GraphArgs& args) {
+  if (args.training && args.inference) {
+    throw ConfigError("--training and --inference are mutually exclusive");
+  }
+  Workload w;
+  if (const ModelEntry* model = find_model(args.spec)) {
+    if (!args.dims.empty()) throw ConfigError("--dim applies to ONNX files, not built-in models");
+    ModelOptions options{.batch = args.batch,
+                         .layers = args.layers,
+                         .hidden = args.hidden,
+                         .seq = args.seq,
+                         .vocab = args.vocab,
+                         .inference = args.inference};
+    w.graph = model->build(options);
+    w.model = model;
+    w.format = "model";
+    return w;
+  }
+  if (!std::filesystem::exists(args.spec)) {
+    std::string known;
+    for (const ModelEntry& m : model_registry()) known += (known.empty() ? "" : ", ") + m.name;
+    throw FormatError(
+        fmt::format("{}: no such file, and not a built-in model (models: {})", args.spec, known));
+  }
+  if (args.batch || args.layers || args.hidden || args.seq || args.vocab) {
+    throw ConfigError(fmt::format(
+        "{}: --batch/--layers/--hidden/--seq/--vocab apply to built-in models only", args.spec));
+  }
+  ImportOptions options;
+  options.dims = parse_dims(args.dims);
+  if (args.training) options.training = true;
+  if (args.inference) options.training = false;
+  LoadedGraph loaded = load_graph_file(args.spec, options);
+  for (const std::string& warning : loaded.warnings) {
+    fmt::print(stderr, "dplace: warning: {}\n", warning);
+  }
+  w.graph = std::move(loaded.graph);
+  w.implied_cluster = std::move(loaded.implied_cluster);
+  w.format = loaded.format;
+  return w;
+}
+
+namespace {
+
+Cluster choose_cluster(const Workload& w, const std::optional<std::string>& cluster_arg) {
+  if (cluster_arg) return load_cluster(*cluster_arg);
+  if (w.implied_cluster) return *w.implied_cluster;
+  throw ConfigError(fmt::format("graph '{}' implies no cluster: pass --cluster (presets: {})",
+                                w.graph.name(), fmt::join(preset_names(), ", ")));
+}
+
+}  // namespace
+
+Session::Session(Workload workload, const std::optional<std::string>& cluster_arg)
+    : workload_(std::move(workload)), cluster_(choose_cluster(workload_, cluster_arg)) {
+  costs_ = std::make_unique<CostTable>(workload_.graph, cluster_);
+  simulator_ = std::make_unique<Simulator>(workload_.graph, cluster_, *costs_);
+}
+
+std::optional<Placement> Session::expert_placement() const {
+  if (!workload_.model || !workload_.model->expert) return std::nullopt;
+  return workload_.model->expert(workload_.graph, cluster_);
+}
+
+}  // namespace dplace::cli

@@ -1,0 +1,67 @@
+// Resolving the GRAPH and --cluster arguments shared by every command.
+//
+// GRAPH is a built-in model name (see `dplace models`) or a file in any supported format (see
+// io/importers.h). --cluster is a preset name or a dplace.cluster/1 file; when absent, a cluster
+// implied by the graph file (dnn-partitioning) is used, else it is an error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dplace/cluster/cluster.h"
+#include "dplace/cost/cost_model.h"
+#include "dplace/io/importers.h"
+#include "dplace/ir/graph.h"
+#include "dplace/models/registry.h"
+#include "dplace/sim/simulator.h"
+
+namespace dplace::cli {
+
+struct GraphArgs {
+  std::string spec;  // model name or path
+  std::optional<int> batch, layers, hidden, seq, vocab;
+  bool training = false;
+  bool inference = false;
+  std::vector<std::string> dims;  // name=value
+};
+
+// Adds GRAPH (positional) and the model/import options to a subcommand.
+void add_graph_options(CLI::App* cmd, GraphArgs& args);
+
+struct Workload {
+  Graph graph;
+  std::optional<Cluster> implied_cluster;
+  const ModelEntry* model = nullptr;  // set for built-in models
+  std::string format;                 // "model", "dplace.graph/1", "onnx", ...
+};
+
+// Builds or reads the graph; import warnings go to stderr, one line each.
+Workload load_workload(const GraphArgs& args);
+
+// Everything a command needs to evaluate placements of one graph on one cluster. Owns the graph
+// and cluster; the cost table and simulator refer to them, so a Session is never moved.
+class Session {
+ public:
+  Session(Workload workload, const std::optional<std::string>& cluster_arg);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Workload& workload() const { return workload_; }
+  const Graph& graph() const { return workload_.graph; }
+  const Cluster& cluster() const { return cluster_; }
+  const CostTable& costs() const { return *costs_; }
+  const Simulator& simulator() const { return *simulator_; }
+  // The model's expert placement for this cluster, if the model has one.
+  std::optional<Placement> expert_placement() const;
+
+ private:
+  Workload workload_;
+  Cluster cluster_;
+  std::unique_ptr<CostTable> costs_;
+  std::unique_ptr<Simulator> simulator_;
+};
+
+}  // namespace dplace::cli
