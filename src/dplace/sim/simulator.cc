@@ -1,6 +1,7 @@
 #include "dplace/sim/simulator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -16,8 +17,9 @@
 // order "requested earliest, then producer rank, then output index" is the order of
 // (instant << 32 | internal tensor id). (The destination tie-break of semantics 4 never applies
 // inside one channel: every request on channel a->b has destination b.) Ready queues and channel
-// queues are binary min-heaps of such keys living in two flat pools that each run partitions by
-// the counts it knows from the placement, so a run needs no memory beyond what the first run sized.
+// queues are sorted arrays of such keys (sorted_push) in two flat pools that each run partitions
+// by the counts it knows from the placement, so a run needs no memory beyond what the first run
+// sized.
 //
 // Memory: every allocation is held over the half-open interval [alloc, free), so at one instant
 // frees precede allocations and something held for zero time (temp_bytes of a zero-length op, the
@@ -30,8 +32,9 @@ namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kLowMask = 0xffffffffULL;
-// Clusters up to this size sample every device's memory level at the end of each instant.
-constexpr uint32_t kSampleAllDevices = 16;
+// On clusters up to this size, a run clears whole per-device rows and samples every device's
+// memory level at the end of each instant instead of tracking which devices need it.
+constexpr uint32_t kSmallCluster = 16;
 
 // The end of an activity: code < num_devices is the op running on device `code`; otherwise the
 // transfer on channel `code - num_devices`.
@@ -88,39 +91,20 @@ inline void sort_small(uint32_t* a, uint32_t n) {
   }
 }
 
-// Binary min-heap on heap[0, size).
-inline void heap_push(uint64_t* heap, uint32_t& size, uint64_t key) {
-  uint32_t i = size++;
-  while (i > 0) {
-    const uint32_t parent = (i - 1) >> 1;
-    if (heap[parent] <= key) break;
-    heap[i] = heap[parent];
-    i = parent;
+// A queue of 64-bit keys in queue[head, tail), kept sorted ascending. Keys arrive at the current
+// instant, so they are nearly always the largest so far: a push is an append, and an out-of-order
+// key (several completions at one instant) is placed by binary search. Every op enters its
+// device's queue once per run and every transfer its channel's queue once, so the slices the run
+// reserves never overflow and never wrap.
+inline void sorted_push(uint64_t* queue, uint32_t head, uint32_t& tail, uint64_t key) {
+  uint64_t* const end = queue + tail++;
+  if (end == queue + head || end[-1] < key) {
+    *end = key;
+    return;
   }
-  heap[i] = key;
-}
-
-// Removes and returns the smallest key, bottom-up like event_pop; heap[size] (the slot the pop
-// frees) serves as the sentinel. REQUIRES: size > 0.
-inline uint64_t heap_pop(uint64_t* heap, uint32_t& size) {
-  const uint64_t top = heap[0];
-  const uint64_t last = heap[--size];
-  const uint32_t n = size;
-  heap[n] = std::numeric_limits<uint64_t>::max();
-  uint32_t i = 0;
-  for (uint32_t child = 1; child < n; child = 2 * i + 1) {
-    child += heap[child + 1] < heap[child] ? 1 : 0;
-    heap[i] = heap[child];
-    i = child;
-  }
-  while (i > 0) {
-    const uint32_t parent = (i - 1) >> 1;
-    if (heap[parent] <= last) break;
-    heap[i] = heap[parent];
-    i = parent;
-  }
-  heap[i] = last;
-  return top;
+  uint64_t* const at = std::upper_bound(queue + head, end, key);
+  std::memmove(at + 1, at, static_cast<size_t>(end - at) * sizeof(uint64_t));
+  *at = key;
 }
 
 }  // namespace
@@ -132,15 +116,15 @@ struct SimWorkspace::State {
   size_t num_tensors = kNone;
   size_t max_transfers = kNone;
 
-  std::vector<uint32_t> device_of;  // per op
-  std::vector<uint32_t> pending;    // per op: input tensors not yet present on its device
-  std::vector<int32_t> holders;     // tensor * D + device: users of that copy still to finish
-  std::vector<uint64_t> ready_pool;
-  std::vector<uint32_t> ready_begin;  // per device
-  std::vector<uint32_t> ready_size;   // per device
-  std::vector<uint64_t> channel_pool;
-  std::vector<uint32_t> channel_begin;   // per channel
-  std::vector<uint32_t> channel_size;    // per channel
+  std::vector<uint32_t> device_of;       // per op
+  std::vector<uint32_t> pending;         // per op: input tensors not yet present on its device
+  std::vector<int32_t> holders;          // tensor * D + device: users of that copy still to finish
+  std::vector<uint64_t> ready_pool;      // ready ops, sorted per device (see sorted_push)
+  std::vector<uint32_t> ready_head;      // per device, into ready_pool
+  std::vector<uint32_t> ready_tail;      // per device
+  std::vector<uint64_t> channel_pool;    // requested transfers, sorted per channel
+  std::vector<uint32_t> channel_head;    // per channel, into channel_pool
+  std::vector<uint32_t> channel_tail;    // per channel
   std::vector<uint32_t> channel_tensor;  // per channel: tensor in flight or kNone
   std::vector<uint32_t> device_op;       // per device: op running or kNone
   std::vector<int64_t> level_bytes;      // per device
@@ -170,11 +154,11 @@ struct SimWorkspace::State {
     pending.assign(n, 0);
     holders.assign(t * d, 0);
     ready_pool.assign(n, 0);
-    ready_begin.assign(d, 0);
-    ready_size.assign(d, 0);
+    ready_head.assign(d, 0);
+    ready_tail.assign(d, 0);
     channel_pool.assign(max_transfers_bound, 0);
-    channel_begin.assign(c, 0);
-    channel_size.assign(c, 0);
+    channel_head.assign(c, 0);
+    channel_tail.assign(c, 0);
     channel_tensor.assign(c, kNone);
     device_op.assign(d, kNone);
     level_bytes.assign(d, 0);
@@ -325,11 +309,11 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
   uint32_t* const pending = s.pending.data();
   int32_t* const holders = s.holders.data();
   uint64_t* const ready_pool = s.ready_pool.data();
-  uint32_t* const ready_begin = s.ready_begin.data();
-  uint32_t* const ready_size = s.ready_size.data();
+  uint32_t* const ready_head = s.ready_head.data();
+  uint32_t* const ready_tail = s.ready_tail.data();
   uint64_t* const channel_pool = s.channel_pool.data();
-  uint32_t* const channel_begin = s.channel_begin.data();
-  uint32_t* const channel_size = s.channel_size.data();
+  uint32_t* const channel_head = s.channel_head.data();
+  uint32_t* const channel_tail = s.channel_tail.data();
   uint32_t* const channel_tensor = s.channel_tensor.data();
   uint32_t* const device_op = s.device_op.data();
   int64_t* const level = s.level_bytes.data();
@@ -355,10 +339,10 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
 
   // ---- Per-placement set-up: device of each op, queue partitions, holder counts, parameters.
   for (uint32_t k = 0; k < nd; ++k) {
-    ready_size[k] = 0;
+    ready_tail[k] = 0;
     params[k] = 0;
   }
-  for (uint32_t c = 0; c < nc; ++c) channel_size[c] = 0;
+  for (uint32_t c = 0; c < nc; ++c) channel_tail[c] = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t dv = placement.device_of_op[op_of_rank[i]].value();
     DPLACE_CHECK(dv < nd && times[static_cast<size_t>(i) * nd + dv] != kInfiniteTime)
@@ -366,37 +350,44 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
         << "' is not on an allowed device";
     device_of[i] = dv;
     pending[i] = ops[i].input_end - ops[i].input_begin;
-    ++ready_size[dv];  // ops per device, turned into offsets below
+    ++ready_tail[dv];  // ops per device, turned into offsets below
     params[dv] += param_bytes[i];
   }
   for (uint32_t t = 0; t < num_tensors; ++t) {
     const TensorInfo& info = tensors[t];
     const uint32_t pd = device_of[info.producer];
     int32_t* const h = holders + static_cast<size_t>(t) * nd;
-    for (uint32_t k = 0; k < nd; ++k) h[k] = 0;
+    if (nd <= kSmallCluster) {
+      for (uint32_t k = 0; k < nd; ++k) h[k] = 0;
+    } else {  // clear only the slots this tensor uses
+      h[pd] = 0;
+      for (uint32_t j = info.consumer_begin; j < info.consumer_end; ++j) {
+        h[device_of[consumers[j]]] = 0;
+      }
+    }
     for (uint32_t j = info.consumer_begin; j < info.consumer_end; ++j) {
       const uint32_t cd = device_of[consumers[j]];
       if (h[cd]++ == 0 && cd != pd) {
-        ++h[pd];  // the producer's copy is also held by the outgoing transfer
-        ++channel_size[pd * nd + cd];
+        ++h[pd];                       // the producer's copy is also held by the outgoing transfer
+        ++channel_tail[pd * nd + cd];  // transfers per channel, likewise
       }
     }
   }
   {
     uint32_t offset = 0;
     for (uint32_t k = 0; k < nd; ++k) {
-      ready_begin[k] = offset;
-      offset += ready_size[k];
-      ready_size[k] = 0;
+      const uint32_t count = ready_tail[k];
+      ready_head[k] = ready_tail[k] = offset;
+      offset += count;
     }
     offset = 0;
     for (uint32_t c = 0; c < nc; ++c) {
-      DPLACE_CHECK(channel_size[c] == 0 || channel_has_link_[c])
+      DPLACE_CHECK(channel_tail[c] == 0 || channel_has_link_[c])
           << "Simulator::run: a tensor must move '" << cluster_.device(DeviceId(c / nd)).name
           << "' -> '" << cluster_.device(DeviceId(c % nd)).name << "' but there is no link";
-      channel_begin[c] = offset;
-      offset += channel_size[c];
-      channel_size[c] = 0;
+      const uint32_t count = channel_tail[c];
+      channel_head[c] = channel_tail[c] = offset;
+      offset += count;
       channel_tensor[c] = kNone;
       channel_flag[c] = 0;
     }
@@ -431,7 +422,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
   double now = 0;
 
   auto make_ready = [&](uint32_t op, uint32_t dv) {
-    heap_push(ready_pool + ready_begin[dv], ready_size[dv], (instant << 32) | op);
+    sorted_push(ready_pool, ready_head[dv], ready_tail[dv], (instant << 32) | op);
     if (device_op[dv] == kNone && !device_flag[dv]) {
       device_flag[dv] = 1;
       device_todo[num_device_todo++] = dv;
@@ -439,7 +430,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
   };
   // Peaks are sampled when an instant has settled: on every device when there are few (cheaper
   // than bookkeeping), else on the devices that allocated during the instant.
-  const bool sample_all = nd <= kSampleAllDevices;
+  const bool sample_all = nd <= kSmallCluster;
   auto touch = [&](uint32_t dv) {
     if (!sample_all && !touched[dv]) {
       touched[dv] = 1;
@@ -462,7 +453,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
           const uint32_t dv = code;
           const OpInfo& op = ops[device_op[dv]];
           device_op[dv] = kNone;
-          if (ready_size[dv] > 0 && !device_flag[dv]) {
+          if (ready_tail[dv] > ready_head[dv] && !device_flag[dv]) {
             device_flag[dv] = 1;
             device_todo[num_device_todo++] = dv;
           }
@@ -485,7 +476,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
               } else if (stamp[cd] != t) {
                 stamp[cd] = t;
                 const uint32_t ch = dv * nd + cd;
-                heap_push(channel_pool + channel_begin[ch], channel_size[ch], (instant << 32) | t);
+                sorted_push(channel_pool, channel_head[ch], channel_tail[ch], (instant << 32) | t);
                 if (channel_tensor[ch] == kNone && !channel_flag[ch]) {
                   channel_flag[ch] = 1;
                   channel_todo[num_channel_todo++] = ch;
@@ -498,7 +489,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
           const uint32_t ch = code - nd;
           const uint32_t t = channel_tensor[ch];
           channel_tensor[ch] = kNone;
-          if (channel_size[ch] > 0 && !channel_flag[ch]) {
+          if (channel_tail[ch] > channel_head[ch] && !channel_flag[ch]) {
             channel_flag[ch] = 1;
             channel_todo[num_channel_todo++] = ch;
           }
@@ -519,7 +510,7 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
         for (uint32_t i = 0; i < num_channel_todo; ++i) {
           const uint32_t ch = channel_todo[i];
           channel_flag[ch] = 0;
-          const uint64_t key = heap_pop(channel_pool + channel_begin[ch], channel_size[ch]);
+          const uint64_t key = channel_pool[channel_head[ch]++];
           const uint32_t t = static_cast<uint32_t>(key & kLowMask);
           const uint32_t from = ch / nd;
           const uint32_t to = ch - from * nd;
@@ -556,8 +547,8 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
         for (uint32_t i = 0; i < num_device_todo; ++i) {
           const uint32_t dv = device_todo[i];
           device_flag[dv] = 0;
-          if (device_op[dv] != kNone || ready_size[dv] == 0) continue;
-          const uint64_t key = heap_pop(ready_pool + ready_begin[dv], ready_size[dv]);
+          if (device_op[dv] != kNone || ready_tail[dv] == ready_head[dv]) continue;
+          const uint64_t key = ready_pool[ready_head[dv]++];
           const uint32_t op = static_cast<uint32_t>(key & kLowMask);
           const double duration = times[static_cast<size_t>(op) * nd + dv];
           const double end = now + duration;
