@@ -366,11 +366,12 @@ void Simulator::run(const Placement& placement, SimWorkspace& workspace, SimResu
       }
     }
     for (uint32_t j = info.consumer_begin; j < info.consumer_end; ++j) {
+      // The first consumer on another device adds a transfer, which also holds the producer's
+      // copy (branch-free: with a scattered placement this test is unpredictable).
       const uint32_t cd = device_of[consumers[j]];
-      if (h[cd]++ == 0 && cd != pd) {
-        ++h[pd];                       // the producer's copy is also held by the outgoing transfer
-        ++channel_tail[pd * nd + cd];  // transfers per channel, likewise
-      }
+      const uint32_t first_remote = static_cast<uint32_t>(h[cd]++ == 0) & (cd != pd);
+      h[pd] += static_cast<int32_t>(first_remote);
+      channel_tail[pd * nd + cd] += first_remote;  // transfers per channel, made offsets below
     }
   }
   {
