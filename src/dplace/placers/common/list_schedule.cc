@@ -50,6 +50,19 @@ ListSchedule::ListSchedule(const PlaceRequest& request, const GroupGraph& groups
   for (size_t i = 0; i < n; ++i) {
     unplaced_preds_[i] = static_cast<uint32_t>(graph_.predecessors(OpId::from_index(i)).size());
   }
+  deferred_.assign(n, 0);
+  if (options_.defer_free_sources) {
+    for (size_t i = 0; i < n; ++i) {
+      const OpId op = OpId::from_index(i);
+      if (!graph_.predecessors(op).empty()) continue;
+      bool free = true;
+      for (DeviceId d : groups_.allowed(graph_.group_of(op)))
+        free = free && costs_.time_s(op, d) == 0;
+      if (!free) continue;
+      deferred_[i] = 1;
+      for (OpId s : graph_.successors(op)) --unplaced_preds_[s.value()];
+    }
+  }
   pinned_.assign(graph_.num_groups(), DeviceId::invalid());
   candidates_.resize(graph_.num_groups());
   for (size_t g = 0; g < graph_.num_groups(); ++g) {
@@ -63,6 +76,7 @@ ListSchedule::ListSchedule(const PlaceRequest& request, const GroupGraph& groups
   }
   arrival_.assign(num_tensors * num_devices_, -1.0);
   channel_free_s_.assign(num_devices_ * num_devices_, 0.0);
+  channel_busy_.resize(options_.insertion ? num_devices_ * num_devices_ : 0);
   device_free_s_.assign(num_devices_, 0.0);
   busy_.resize(num_devices_);
   reserved_params_.assign(num_devices_, 0);
@@ -74,7 +88,7 @@ std::vector<OpId> ListSchedule::take_ready() {
   if (!sources_taken_) {
     sources_taken_ = true;
     for (size_t i = 0; i < graph_.num_ops(); ++i) {
-      if (unplaced_preds_[i] == 0) ready_.push_back(OpId::from_index(i));
+      if (unplaced_preds_[i] == 0 && !deferred_[i]) ready_.push_back(OpId::from_index(i));
     }
   }
   std::vector<OpId> out;
@@ -94,18 +108,44 @@ bool ListSchedule::group_pinned(OpId op) const {
   return pinned_[graph_.group_of(op).value()].valid();
 }
 
+DeviceId ListSchedule::deferred_device(OpId source, DeviceId d) const {
+  const GroupId g = graph_.group_of(source);
+  if (pinned_[g.value()].valid()) return pinned_[g.value()];
+  if (groups_.allows(g, d)) return d;
+  DeviceId best = DeviceId::invalid();
+  for (DeviceId c : candidates_[g.value()]) {
+    if (!best.valid() || free_bytes(c) > free_bytes(best)) best = c;
+  }
+  return best;
+}
+
 int64_t ListSchedule::bytes_needed(OpId op, DeviceId d) const {
   const GroupId g = graph_.group_of(op);
   const size_t dv = d.value();
   int64_t incoming = 0;
+  int64_t params = reserved_params_[dv] + (pinned_[g.value()].valid() ? 0 : groups_.param_bytes(g));
+  // Deferred producers that would come along to d, each group once.
+  GroupId along[8];
+  size_t num_along = 0;
   for (uint32_t j = input_begin_[op.value()]; j < input_begin_[op.value() + 1]; ++j) {
     const uint32_t t = inputs_[j];
-    if (device_[producer_[t]] != d && arrival_[t * num_devices_ + dv] < 0) {
-      incoming += tensor_bytes_[t];
+    const OpId p = OpId::from_index(producer_[t]);
+    if (deferred(p)) {
+      const GroupId pg = graph_.group_of(p);
+      if (deferred_device(p, d) == d) {
+        incoming += output_total_[p.value()];
+        if (pg != g && std::find(along, along + num_along, pg) == along + num_along) {
+          if (num_along < 8) along[num_along++] = pg;
+          params += groups_.param_bytes(pg);
+        }
+      } else {
+        incoming += tensor_bytes_[t];
+      }
+      continue;
     }
+    if (device_[p.value()] != d && arrival_[t * num_devices_ + dv] < 0)
+      incoming += tensor_bytes_[t];
   }
-  const int64_t params =
-      reserved_params_[dv] + (pinned_[g.value()].valid() ? 0 : groups_.param_bytes(g));
   const int64_t live_now =
       live_[dv] + incoming + output_total_[op.value()] + graph_.op(op).temp_bytes;
   return params + std::max(peak_live_[dv], live_now);
@@ -116,10 +156,9 @@ bool ListSchedule::fits(OpId op, DeviceId d) const {
   return bytes_needed(op, d) <= limits_[d.value()];
 }
 
-double ListSchedule::device_available_s(DeviceId d, double ready_s, double duration_s) const {
-  if (!options_.insertion) return std::max(ready_s, device_free_s_[d.value()]);
-  const std::vector<Interval>& busy = busy_[d.value()];
-  // First interval ending after ready_s; intervals do not overlap, so ends are sorted too.
+double ListSchedule::first_gap(const std::vector<Interval>& busy, double ready_s,
+                               double duration_s) {
+  // First interval ending after ready_s; intervals are disjoint, so their ends are sorted too.
   auto it = std::lower_bound(busy.begin(), busy.end(), ready_s,
                              [](const Interval& iv, double t) { return iv.end_s <= t; });
   double t = ready_s;
@@ -130,10 +169,26 @@ double ListSchedule::device_available_s(DeviceId d, double ready_s, double durat
   return t;
 }
 
+void ListSchedule::insert_interval(std::vector<Interval>& busy, double start_s, double end_s) {
+  auto pos = std::lower_bound(busy.begin(), busy.end(), start_s,
+                              [](const Interval& iv, double t) { return iv.start_s < t; });
+  busy.insert(pos, {start_s, end_s});
+}
+
+double ListSchedule::device_available_s(DeviceId d, double ready_s, double duration_s) const {
+  if (!options_.insertion) return std::max(ready_s, device_free_s_[d.value()]);
+  return first_gap(busy_[d.value()], ready_s, duration_s);
+}
+
+double ListSchedule::channel_start_s(size_t channel, double ready_s, double duration_s) const {
+  if (!options_.insertion) return std::max(ready_s, channel_free_s_[channel]);
+  return first_gap(channel_busy_[channel], ready_s, duration_s);
+}
+
 double ListSchedule::start_s(OpId op, DeviceId d) const {
   const size_t dv = d.value();
   double ready = 0;
-  // Transfers of this op on one channel queue behind each other; track them locally.
+  // New transfers of this op on one channel queue behind each other; track them locally.
   struct Pending {
     size_t channel;
     double free_s;
@@ -142,27 +197,33 @@ double ListSchedule::start_s(OpId op, DeviceId d) const {
   size_t num_pending = 0;
   for (uint32_t j = input_begin_[op.value()]; j < input_begin_[op.value() + 1]; ++j) {
     const uint32_t t = inputs_[j];
-    const uint32_t p = producer_[t];
-    const double produced = finish_[p];
-    if (device_[p] == d) {
+    const OpId p = OpId::from_index(producer_[t]);
+    DeviceId from = device_[p.value()];
+    double produced = finish_[p.value()];
+    if (deferred(p)) {
+      from = deferred_device(p, d);
+      produced = 0;
+    }
+    if (from == d) {
       ready = std::max(ready, produced);
       continue;
     }
-    const double arrived = arrival_[t * num_devices_ + dv];
+    const double arrived = deferred(p) ? -1.0 : arrival_[t * num_devices_ + dv];
     if (arrived >= 0) {
       ready = std::max(ready, arrived);
       continue;
     }
-    const Link* link = cluster_.link(device_[p], d);
+    const Link* link = cluster_.link(from, d);
     if (!link) return kInfiniteTime;
-    const size_t c = cluster_.channel_index(device_[p], d);
-    double channel_free = channel_free_s_[c];
+    const size_t c = cluster_.channel_index(from, d);
+    const double duration = transfer_time_s(tensor_bytes_[t], *link);
     size_t slot = num_pending;
     for (size_t s = 0; s < num_pending; ++s) {
       if (pending[s].channel == c) slot = s;
     }
-    if (slot < num_pending) channel_free = std::max(channel_free, pending[slot].free_s);
-    const double end = std::max(produced, channel_free) + transfer_time_s(tensor_bytes_[t], *link);
+    const double earliest =
+        slot < num_pending ? std::max(produced, pending[slot].free_s) : produced;
+    const double end = channel_start_s(c, earliest, duration) + duration;
     if (slot < num_pending) {
       pending[slot].free_s = end;
     } else if (num_pending < 8) {
@@ -178,20 +239,52 @@ double ListSchedule::finish_s_on(OpId op, DeviceId d) const {
   return s == kInfiniteTime ? kInfiniteTime : s + costs_.time_s(op, d);
 }
 
+void ListSchedule::pin_group(GroupId g, DeviceId d) {
+  DPLACE_CHECK(!pinned_[g.value()].valid());
+  DPLACE_CHECK(groups_.allows(g, d)) << "group pinned to a device it does not allow";
+  pinned_[g.value()] = d;
+  reserved_params_[d.value()] += groups_.param_bytes(g);
+  for (OpId member : graph_.group_ops(g)) {
+    if (deferred(member)) materialize(member, d);
+  }
+}
+
+void ListSchedule::materialize(OpId source, DeviceId d) {
+  const size_t i = source.value();
+  const GroupId g = graph_.group_of(source);
+  if (!pinned_[g.value()].valid()) {
+    device_[i] = d;  // before pin_group, which places the group's other deferred ops
+    pin_group(g, d);
+  }
+  DPLACE_CHECK(pinned_[g.value()] == d) << "deferred op placed off its group's device";
+  device_[i] = d;
+  finish_[i] = 0;
+  ++num_placed_;
+  live_[d.value()] += output_total_[i];
+  peak_live_[d.value()] = std::max(peak_live_[d.value()], live_[d.value()]);
+  for (uint32_t t = tensor_begin_[i]; t < tensor_begin_[i + 1]; ++t) {
+    if (consumers_left_[t] == 0) free_tensor(t);
+  }
+}
+
 void ListSchedule::place(OpId op, DeviceId d) {
   const size_t i = op.value();
   const size_t dv = d.value();
   DPLACE_CHECK(!placed(op)) << "op placed twice";
+  if (deferred_[i]) {
+    materialize(op, d);
+    return;
+  }
   DPLACE_CHECK(unplaced_preds_[i] == 0) << "op placed before its predecessors";
   const GroupId g = graph_.group_of(op);
-  if (!pinned_[g.value()].valid()) {
-    DPLACE_CHECK(groups_.allows(g, d));
-    pinned_[g.value()] = d;
-    reserved_params_[dv] += groups_.param_bytes(g);
-  }
+  if (!pinned_[g.value()].valid()) pin_group(g, d);
   DPLACE_CHECK(pinned_[g.value()] == d) << "op placed off its colocation group's device";
+  for (uint32_t j = input_begin_[i]; j < input_begin_[i + 1]; ++j) {
+    const OpId p = OpId::from_index(producer_[inputs_[j]]);
+    if (deferred(p)) materialize(p, deferred_device(p, d));
+  }
 
-  // Transfers, committed in input order (matches start_s).
+  // Transfers, committed in input order (as start_s estimates them).
   double ready = 0;
   for (uint32_t j = input_begin_[i]; j < input_begin_[i + 1]; ++j) {
     const uint32_t t = inputs_[j];
@@ -204,9 +297,12 @@ void ListSchedule::place(OpId op, DeviceId d) {
     if (arrived < 0) {
       const Link* link = cluster_.link(device_[p], d);
       DPLACE_CHECK(link) << "op placed where an input cannot reach it";
-      double& channel = channel_free_s_[cluster_.channel_index(device_[p], d)];
-      arrived = std::max(finish_[p], channel) + transfer_time_s(tensor_bytes_[t], *link);
-      channel = arrived;
+      const size_t c = cluster_.channel_index(device_[p], d);
+      const double duration = transfer_time_s(tensor_bytes_[t], *link);
+      const double start = channel_start_s(c, finish_[p], duration);
+      arrived = start + duration;
+      channel_free_s_[c] = std::max(channel_free_s_[c], arrived);
+      if (options_.insertion) insert_interval(channel_busy_[c], start, arrived);
       live_[dv] += tensor_bytes_[t];
     }
     ready = std::max(ready, arrived);
@@ -214,12 +310,7 @@ void ListSchedule::place(OpId op, DeviceId d) {
   const double duration = costs_.time_s(op, d);
   const double start = device_available_s(d, ready, duration);
   const double end = start + duration;
-  if (options_.insertion) {
-    std::vector<Interval>& busy = busy_[dv];
-    auto pos = std::lower_bound(busy.begin(), busy.end(), start,
-                                [](const Interval& iv, double t) { return iv.start_s < t; });
-    busy.insert(pos, {start, end});
-  }
+  if (options_.insertion) insert_interval(busy_[dv], start, end);
   device_free_s_[dv] = std::max(device_free_s_[dv], end);
   device_[i] = d;
   finish_[i] = end;
@@ -271,7 +362,11 @@ std::string ListSchedule::no_fit_message(OpId op) const {
       double(limits_[best.value()]) / 1e9, double(short_by) / 1e9);
 }
 
-Placement ListSchedule::placement() const {
+Placement ListSchedule::placement() {
+  for (size_t i = 0; i < graph_.num_ops(); ++i) {
+    const OpId op = OpId::from_index(i);
+    if (deferred(op)) materialize(op, fallback_device(op));
+  }
   DPLACE_CHECK(num_placed_ == graph_.num_ops()) << "schedule incomplete";
   return Placement{device_};
 }

@@ -11,6 +11,14 @@
 //    fill an idle gap of the device that is long enough.
 //  * Colocation: the first op placed of a group pins the group's device; devices_for() of its
 //    other ops is then that device only.
+//  * Free sources (ops with no inputs that take no time anywhere: variables, inputs, constants)
+//    are deferred: take_ready() never returns them, their tensors count as present at time 0 on
+//    every device their group allows, and each is placed with its first consumer, on that
+//    consumer's device (or, when its group may not go there, on the group's roomiest allowed
+//    device). Otherwise every list scheduler would put the weights on the first device by
+//    tie-break and make their consumers pull them over a link. Pinning a group places its
+//    deferred ops.
+//  * With insertion (HEFT) a transfer may also fill an idle gap of its channel.
 // Memory estimate per device d (checked by fits(), against the limits given at construction):
 //    reserved params of every group pinned to d (all of a group's param_bytes at pinning)
 //  + the peak of live tensor bytes on d over the placement sequence, where an op's outputs and
@@ -37,6 +45,7 @@ struct ListScheduleOptions {
   // or every device it allows when it allows no accelerator (Baechi's setting: the CPU only
   // takes what cannot run elsewhere).
   bool accelerators_only = false;
+  bool defer_free_sources = true;  // Default: true. See the file comment.
 };
 
 class ListSchedule {
@@ -45,8 +54,8 @@ class ListSchedule {
   ListSchedule(const PlaceRequest& request, const GroupGraph& groups,
                std::vector<int64_t> memory_limits, ListScheduleOptions options = {});
 
-  // Ops with every predecessor placed that were not returned before (the sources on the first
-  // call); ascending topological rank within one call.
+  // Ops with every predecessor placed (or deferred) that were not returned before, deferred
+  // free sources excluded; ascending topological rank within one call.
   std::vector<OpId> take_ready();
 
   // The group's device once pinned, else the devices the group allows (only its accelerators
@@ -56,14 +65,17 @@ class ListSchedule {
   // Whether the estimate stays within d's limit with op placed on d; always true on the device the
   // op's group is pinned to.
   bool fits(OpId op, DeviceId d) const;
-  // Earliest start on d. REQUIRES: every predecessor placed. kInfiniteTime when an input would
-  // need a link that does not exist.
+  // Earliest start on d. REQUIRES: every predecessor placed or deferred. kInfiniteTime when an
+  // input would need a link that does not exist.
   double start_s(OpId op, DeviceId d) const;
   double finish_s_on(OpId op, DeviceId d) const;
-  // Places op on d at start_s(op, d). REQUIRES: predecessors placed, d in devices_for(op).
+  // Places op on d at start_s(op, d), and its deferred producers with it. REQUIRES: predecessors
+  // placed or deferred, d in devices_for(op).
   void place(OpId op, DeviceId d);
 
   bool placed(OpId op) const { return device_[op.value()].valid(); }
+  // A free source waiting for its first consumer (see the file comment); callers skip it.
+  bool deferred(OpId op) const { return deferred_[op.value()] && !placed(op); }
   DeviceId device(OpId op) const { return device_[op.value()]; }
   double finish_s(OpId op) const { return finish_[op.value()]; }
   size_t num_placed() const { return num_placed_; }
@@ -76,8 +88,9 @@ class ListSchedule {
   // "op 'x' (group 'g') fits on no device: it needs N GB more, the most free is /gpu:1 with M GB".
   std::string no_fit_message(OpId op) const;
 
-  // REQUIRES: every op placed.
-  Placement placement() const;
+  // Places the deferred sources nobody consumed (on their group's roomiest device), then returns
+  // the placement. REQUIRES: every other op placed.
+  Placement placement();
 
  private:
   struct Interval {
@@ -85,7 +98,15 @@ class ListSchedule {
     double end_s;
   };
   int64_t bytes_needed(OpId op, DeviceId d) const;  // what fits() compares with the limit
+  // Earliest start >= ready_s of an activity of duration_s in `busy` (sorted, disjoint).
+  static double first_gap(const std::vector<Interval>& busy, double ready_s, double duration_s);
+  static void insert_interval(std::vector<Interval>& busy, double start_s, double end_s);
   double device_available_s(DeviceId d, double ready_s, double duration_s) const;
+  double channel_start_s(size_t channel, double ready_s, double duration_s) const;
+  // The device a deferred source goes to when its consumer goes to d.
+  DeviceId deferred_device(OpId source, DeviceId d) const;
+  void pin_group(GroupId g, DeviceId d);  // reserves its params, places its deferred ops
+  void materialize(OpId source, DeviceId d);
   void free_tensor(uint32_t t);
 
   const Graph& graph_;
@@ -103,6 +124,7 @@ class ListSchedule {
   std::vector<uint32_t> input_begin_;   // per op + 1, into inputs_
   std::vector<uint32_t> inputs_;        // distinct input tensors per op
   std::vector<int64_t> output_total_;   // per op
+  std::vector<uint8_t> deferred_;       // per op: a free source
 
   // Dynamic state.
   std::vector<DeviceId> device_;  // per op
@@ -112,13 +134,14 @@ class ListSchedule {
   bool sources_taken_ = false;
   size_t num_placed_ = 0;
   double makespan_s_ = 0;
-  std::vector<std::vector<DeviceId>> candidates_;  // per group, before pinning
-  std::vector<DeviceId> pinned_;                   // per group
-  std::vector<double> arrival_;                    // tensor * devices + d; < 0: not there
-  std::vector<uint32_t> consumers_left_;           // per tensor
-  std::vector<double> channel_free_s_;             // from * devices + to
-  std::vector<double> device_free_s_;              // without insertion
-  std::vector<std::vector<Interval>> busy_;        // with insertion, sorted
+  std::vector<std::vector<DeviceId>> candidates_;    // per group, before pinning
+  std::vector<DeviceId> pinned_;                     // per group
+  std::vector<double> arrival_;                      // tensor * devices + d; < 0: not there
+  std::vector<uint32_t> consumers_left_;             // per tensor
+  std::vector<double> channel_free_s_;               // from * devices + to
+  std::vector<std::vector<Interval>> channel_busy_;  // with insertion, sorted
+  std::vector<double> device_free_s_;                // without insertion
+  std::vector<std::vector<Interval>> busy_;          // with insertion, sorted
   std::vector<int64_t> reserved_params_;
   std::vector<int64_t> live_;
   std::vector<int64_t> peak_live_;

@@ -186,6 +186,7 @@ MemoryRetryResult schedule_with_memory_retries(
     ++out.evaluations;
     out.retries = attempt;
     if (sim.feasible) {
+      out.estimated_step_s = outcome.estimated_step_s;
       out.placement = std::move(outcome.placement);
       out.feasible = true;
       out.reason.clear();
@@ -194,6 +195,7 @@ MemoryRetryResult schedule_with_memory_retries(
     const int64_t overflow = total_overflow_bytes(sim);
     if (best_overflow < 0 || overflow < best_overflow) {
       best_overflow = overflow;
+      out.estimated_step_s = outcome.estimated_step_s;
       out.placement = std::move(outcome.placement);
       out.reason = outcome.no_fit_reason.empty()
                        ? fmt::format("simulated peak memory exceeds capacity: {}",
@@ -215,9 +217,10 @@ PlaceResult to_place_result(MemoryRetryResult result) {
   out.placement = std::move(result.placement);
   out.evaluations = result.evaluations;
   out.infeasible_reason = std::move(result.reason);
+  out.note = fmt::format("schedule estimate {:.6g} s", result.estimated_step_s);
   if (result.feasible && result.retries > 0) {
-    out.note = fmt::format("memory estimate tightened {} time(s) to fit the simulated peak",
-                           result.retries);
+    out.note += fmt::format("; memory estimate tightened {} time(s) to fit the simulated peak",
+                            result.retries);
   }
   return out;
 }

@@ -54,6 +54,7 @@ MemoryRepairResult repair_memory(const PlaceRequest& request, const GroupGraph& 
 struct ScheduleOutcome {
   Placement placement;
   std::string no_fit_reason;  // set when some op fit on no device under the limits
+  double estimated_step_s = 0;  // the scheduler's own makespan estimate
 };
 
 struct MemoryRetryResult {
@@ -62,6 +63,7 @@ struct MemoryRetryResult {
   int64_t evaluations = 0;
   std::string reason;  // empty when feasible
   int retries = 0;     // schedules run after the first
+  double estimated_step_s = 0;  // of the returned placement's schedule
 };
 
 // Runs schedule(memory_limits(cluster, fraction)) and simulates the placement. While the
@@ -73,7 +75,8 @@ MemoryRetryResult schedule_with_memory_retries(
     const std::function<ScheduleOutcome(const std::vector<int64_t>& limits)>& schedule);
 
 // The PlaceResult of a scheduler run through schedule_with_memory_retries: its placement, its
-// simulation count, the reason when infeasible, and a note when the limits had to be lowered.
+// simulation count, the reason when infeasible, and a note with the schedule's own step estimate
+// and how often the limits had to be lowered.
 PlaceResult to_place_result(MemoryRetryResult result);
 
 }  // namespace dplace

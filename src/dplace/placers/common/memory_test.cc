@@ -142,3 +142,41 @@ TEST(UpwardRanksTest, AddsMeanTimeAndMeanTransferAlongTheLongestPath) {
 
 }  // namespace
 }  // namespace dplace::testing
+
+namespace dplace::testing {
+namespace {
+
+TEST(ListScheduleTest, AFreeSourceIsPlacedWithItsFirstConsumer) {
+  // busy (1 s) takes /gpu:0 first; w is a weight (no inputs, no time, 1 GB) read by mm (1 s).
+  // Deferred, w goes where mm goes: /gpu:1, which is free, so the step is 1 s. Placed by
+  // tie-break on /gpu:0 instead, mm would wait 1 s for w either way (2 s).
+  GraphBuilder b("weights", "test");
+  Op busy;
+  busy.name = "busy";
+  busy.output_bytes = {4};
+  busy.time_s = {{"gpu", 1.0}};
+  b.add_op(std::move(busy));
+  Op w;
+  w.name = "w";
+  w.type = "VariableV2";
+  w.output_bytes = {int64_t(1e9)};
+  w.param_bytes = int64_t(1e9);
+  w.time_s = {{"gpu", 0.0}};
+  const OpId iw = b.add_op(std::move(w));
+  Op mm;
+  mm.name = "mm";
+  mm.inputs = {{iw, 0}};
+  mm.output_bytes = {4};
+  mm.time_s = {{"gpu", 1.0}};
+  b.add_op(std::move(mm));
+  auto base = two_chains_case();
+  const PlacerCase c(std::move(b).build(), base->cluster(), 1.0);
+  for (const char* placer : {"m-etf", "heft"}) {
+    const PlacerRun run = run_placer(c, placer);
+    EXPECT_EQ(describe(c, run.result.placement), "busy=/gpu:0 w=/gpu:1 mm=/gpu:1") << placer;
+    EXPECT_DOUBLE_EQ(run.sim.step_time_s, 1.0) << placer;
+  }
+}
+
+}  // namespace
+}  // namespace dplace::testing

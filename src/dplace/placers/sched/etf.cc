@@ -33,6 +33,7 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
   // (device availability, channels into d, arrivals at d) changes.
   std::vector<double> start(n * nd, kInfiniteTime);
   std::vector<OpId> ready;
+  std::vector<uint8_t> is_ready(n, 0);
   auto refresh = [&](OpId op, DeviceId d) {
     start[op.value() * nd + d.value()] = schedule.start_s(op, d);
   };
@@ -40,6 +41,7 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
     for (OpId op : schedule.take_ready()) {
       for (DeviceId d : schedule.devices_for(op)) refresh(op, d);
       ready.push_back(op);
+      is_ready[op.value()] = 1;
     }
   };
   admit();
@@ -86,8 +88,13 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
         const Choice c{r, d, start[op.value() * nd + d.value()]};
         if (c.start_s == kInfiniteTime) continue;
         if (better(c, best_ignoring_reservations)) best_ignoring_reservations = c;
-        const int64_t holder = sct ? reserved_for[d.value()] : -1;
-        if (holder >= 0 && holder != int64_t(op.value())) continue;
+        // A device kept for a ready favourite child takes another op only if that op is done
+        // before the child could start there.
+        const int64_t holder = sct && options.reserve_for_favourite ? reserved_for[d.value()] : -1;
+        if (holder >= 0 && holder != int64_t(op.value()) && is_ready[holder] &&
+            c.start_s + request.costs->time_s(op, d) > start[holder * nd + d.value()]) {
+          continue;
+        }
         if (better(c, best)) best = c;
       }
     }
@@ -107,6 +114,7 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
     schedule.place(op, d);
     ready[best.index] = ready.back();
     ready.pop_back();
+    is_ready[op.value()] = 0;
     if (sct) {
       for (int64_t& holder : reserved_for) {
         if (holder == int64_t(op.value())) holder = -1;
@@ -118,6 +126,7 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
     admit();
   }
   outcome.placement = schedule.placement();
+  outcome.estimated_step_s = schedule.makespan_s();
   return outcome;
 }
 

@@ -8,8 +8,8 @@
 //
 // With favourite children (m-sct): an op whose favourite parent is placed goes to that parent's
 // device when it fits there and starts there no later than elsewhere (as in Baechi); and a device
-// whose last placed op has an unplaced favourite child is reserved for that child (other ops avoid
-// it) unless an op has no other device.
+// whose last placed op has a favourite child that is ready is kept for that child: another op may
+// use it only if it would finish there before the child could start (or has no other device).
 //
 // Thread safety: pure function of its arguments.
 #pragma once
@@ -27,6 +27,9 @@ struct EtfOptions {
   bool accelerators_only = true;  // Default: true. See ListScheduleOptions.
   // Per op: the op index of its favourite child, or -1. Empty: plain ETF.
   std::vector<int64_t> favourite_child;
+  // Default: true. With favourite children, keep a device for the pending favourite child of
+  // its last op (Hanen and Munier's rule); false: only the "follow the parent" rule.
+  bool reserve_for_favourite = true;
 };
 
 ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,

@@ -24,6 +24,7 @@ ScheduleOutcome run_heft(const PlaceRequest& request, const GroupGraph& groups,
   ListSchedule schedule(request, groups, limits, ListScheduleOptions{.insertion = true});
   ScheduleOutcome outcome;
   for (OpId op : order) {
+    if (schedule.placed(op) || schedule.deferred(op)) continue;
     DeviceId best = DeviceId::invalid();
     double best_finish = kInfiniteTime;
     for (DeviceId d : schedule.devices_for(op)) {
@@ -41,6 +42,7 @@ ScheduleOutcome run_heft(const PlaceRequest& request, const GroupGraph& groups,
     schedule.place(op, best);
   }
   outcome.placement = schedule.placement();
+  outcome.estimated_step_s = schedule.makespan_s();
   return outcome;
 }
 

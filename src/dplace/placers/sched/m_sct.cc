@@ -13,7 +13,9 @@ namespace dplace {
 namespace {
 
 // Tasks are ops with their fastest allowed time; an edge per (producer, consumer) op pair carries
-// the bytes the consumer reads from the producer at the mean link's latency and bandwidth.
+// the bytes the consumer reads from the producer at the mean link's latency and bandwidth. Edges
+// out of free sources (no inputs, no time: weights, inputs) are left out: the list schedule places
+// such an op with its first consumer anyway (ListSchedule's deferral), so no favourite is needed.
 SctLpProblem build_problem(const PlaceRequest& request) {
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
@@ -38,6 +40,7 @@ SctLpProblem build_problem(const PlaceRequest& request) {
   for (size_t i = 0; i < graph.num_ops(); ++i) {
     const OpId op = OpId::from_index(i);
     problem.duration_s[i] = request.costs->fastest_time_s(op);
+    if (graph.predecessors(op).empty() && problem.duration_s[i] == 0) continue;
     for (OpId s : graph.successors(op)) {
       int64_t bytes = 0;
       for (uint32_t k = 0; k < graph.num_outputs(op); ++k) {
@@ -52,14 +55,17 @@ SctLpProblem build_problem(const PlaceRequest& request) {
 
 class MSctPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
-    const PlacerParams params("m-sct", request.params,
-                              {"memory_fraction", "memory_retries", "lp_max_edges", "devices"});
+    const PlacerParams params(
+        "m-sct", request.params,
+        {"memory_fraction", "memory_retries", "lp_max_edges", "devices", "reserve"});
     const double fraction = params.get_double("memory_fraction", 1.0, 1e-6, 1.0);
     const int retries = static_cast<int>(params.get_int("memory_retries", 4, 0, 100));
     const int64_t max_edges = params.get_int("lp_max_edges", 200000, 0, int64_t{1} << 40);
     const GroupGraph groups(*request.graph, *request.cluster, *request.costs);
 
     EtfOptions options;
+    options.reserve_for_favourite =
+        params.get_choice("reserve", "true", {"true", "false"}) == "true";
     options.accelerators_only =
         params.get_choice("devices", "accelerators", {"accelerators", "all"}) == "accelerators";
     std::string note;

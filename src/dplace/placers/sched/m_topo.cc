@@ -39,11 +39,15 @@ ScheduleOutcome run_m_topo(const PlaceRequest& request, const GroupGraph& groups
   const int64_t share = total / int64_t(order.size()) + largest;
   std::vector<int64_t> used(request.cluster->num_devices(), 0);
 
-  ListSchedule schedule(request, groups, limits,
-                        ListScheduleOptions{.accelerators_only = accelerators_only});
+  // Sources are placed in topological order like every other op, so the share accounts for their
+  // memory (no deferral).
+  ListSchedule schedule(
+      request, groups, limits,
+      ListScheduleOptions{.accelerators_only = accelerators_only, .defer_free_sources = false});
   ScheduleOutcome outcome;
   size_t cursor = 0;
   for (OpId op : graph.topo_order()) {
+    if (schedule.placed(op) || schedule.deferred(op)) continue;
     DeviceId chosen = DeviceId::invalid();
     if (schedule.group_pinned(op)) {
       chosen = schedule.devices_for(op).front();
@@ -80,6 +84,7 @@ ScheduleOutcome run_m_topo(const PlaceRequest& request, const GroupGraph& groups
     schedule.place(op, chosen);
   }
   outcome.placement = schedule.placement();
+  outcome.estimated_step_s = schedule.makespan_s();
   return outcome;
 }
 

@@ -29,9 +29,12 @@ class AnnealPlacer final : public Placer {
     const Cluster& cluster = *request.cluster;
     const int64_t evaluations =
         params.get_int("evaluations", default_anneal_evaluations(graph), 0, int64_t{1} << 40);
-    const double t_start = params.get_double("t_start", 0.03, 0.0, 10.0);
-    const double t_end = params.get_double("t_end", 1e-4, 0.0, 10.0);
-    const int64_t block_size = params.get_int("block_size", 8, 1, 1 << 20);
+    const double t_start = params.get_double("t_start", 1e-4, 0.0, 10.0);
+    const double t_end = params.get_double("t_end", 1e-6, 0.0, 10.0);
+    const GroupGraph groups(graph, cluster, *request.costs);
+    const size_t ng = groups.num_groups();
+    const int64_t block_size =
+        params.get_int("block_size", std::max<int64_t>(8, int64_t(ng) / 8), 1, int64_t{1} << 40);
     const std::string start_from =
         params.get_choice("start", "best", {"best", "single-gpu", "m-etf", "expert"});
     if (start_from == "expert" && !request.expert) {
@@ -96,13 +99,13 @@ class AnnealPlacer final : public Placer {
       if (cost_of(start_sims[i]) < cost_of(start_sims[chosen])) chosen = i;
     }
 
-    const GroupGraph groups(graph, cluster, *request.costs);
-    const size_t ng = groups.num_groups();
     Placement current = starts[chosen].placement;
     std::vector<DeviceId> device_of_group(ng);
     for (size_t g = 0; g < ng; ++g) {
       device_of_group[g] = current[graph.group_ops(GroupId::from_index(g)).front()];
     }
+    std::vector<uint32_t> position(ng);  // of each group in groups.order()
+    for (size_t i = 0; i < ng; ++i) position[groups.order()[i].value()] = uint32_t(i);
     std::vector<GroupId> movable;
     for (size_t g = 0; g < ng; ++g) {
       if (groups.allowed(GroupId::from_index(g)).size() > 1)
@@ -123,6 +126,7 @@ class AnnealPlacer final : public Placer {
     double best_cost = current_cost;
     bool best_feasible = start_sims[chosen].feasible;
     int64_t best_at = 0;
+    int64_t accepted = 0;
     const double temp0 = t_start * start_cost;
     const double temp1 = std::max(t_end * start_cost, 1e-300);
     const double log_ratio = temp0 > 0 ? std::log(temp1 / temp0) : 0;
@@ -139,6 +143,11 @@ class AnnealPlacer final : public Placer {
       previous.push_back(device_of_group[g.value()]);
       device_of_group[g.value()] = d;
       for (OpId op : graph.group_ops(g)) current.device_of_op[op.value()] = d;
+    };
+    // Log-uniform integer in [1, max]: small blocks often, large ones sometimes.
+    auto log_uniform = [&](size_t max) {
+      return std::max<size_t>(
+          1, std::min(max, size_t(std::exp(rng.uniform01() * std::log(double(max) + 1.0)))));
     };
     auto random_other_device = [&](GroupId g) {
       const std::vector<DeviceId>& allowed = groups.allowed(g);
@@ -162,9 +171,9 @@ class AnnealPlacer final : public Placer {
       previous.clear();
       const GroupId g = movable[rng.uniform_int(movable.size())];
       const double kind = rng.uniform01();
-      if (kind < 0.5) {
+      if (kind < 0.3) {
         move_group(g, random_other_device(g));
-      } else if (kind < 0.8) {
+      } else if (kind < 0.5) {
         const auto nbs = groups.neighbors(g);
         DeviceId target = DeviceId::invalid();
         if (!nbs.empty()) {
@@ -172,10 +181,10 @@ class AnnealPlacer final : public Placer {
           if (d != device_of_group[g.value()] && groups.allows(g, d)) target = d;
         }
         move_group(g, target.valid() ? target : random_other_device(g));
-      } else {
+      } else if (kind < 0.75) {
         const DeviceId here = device_of_group[g.value()];
         const DeviceId target = random_other_device(g);
-        const size_t limit = 1 + rng.uniform_int(uint64_t(block_size));
+        const size_t limit = log_uniform(size_t(block_size));
         frontier.assign(1, g);
         in_block[g.value()] = 1;
         std::vector<GroupId> block;
@@ -194,6 +203,17 @@ class AnnealPlacer final : public Placer {
         }
         for (GroupId x : frontier) in_block[x.value()] = 0;
         for (GroupId x : block) move_group(x, target);
+      } else {
+        // A segment of the topological group order, from g on: a pipeline-stage boundary move.
+        const DeviceId target = random_other_device(g);
+        const size_t length = log_uniform(size_t(block_size));
+        const auto order = groups.order();
+        for (size_t i = position[g.value()]; i < order.size() && i < position[g.value()] + length;
+             ++i) {
+          const GroupId x = order[i];
+          if (device_of_group[x.value()] != target && groups.allows(x, target))
+            move_group(x, target);
+        }
       }
 
       bool valid = true;
@@ -219,6 +239,7 @@ class AnnealPlacer final : public Placer {
         continue;
       }
       current_cost = candidate_cost;
+      ++accepted;
       const bool better = (sim.feasible && !best_feasible) ||
                           (sim.feasible == best_feasible && candidate_cost < best_cost);
       if (better) {
@@ -234,8 +255,8 @@ class AnnealPlacer final : public Placer {
       result.infeasible_reason =
           "no placement found that fits in memory (started from " + starts[chosen].name + ")";
     }
-    result.note = fmt::format("started from {} ({:.6g} s); {} moves, best at move {}",
-                              starts[chosen].name, start_cost, done, best_at);
+    result.note = fmt::format("started from {} ({:.6g} s); {} moves, {} accepted, best at move {}",
+                              starts[chosen].name, start_cost, done, accepted, best_at);
     if (capped) {
       result.note += fmt::format(
           "; stopped by --budget-seconds before {} evaluations: the result depends on machine "
@@ -250,7 +271,7 @@ class AnnealPlacer final : public Placer {
 
 int64_t default_anneal_evaluations(const Graph& graph) {
   const double size = double(graph.num_ops() + graph.num_edges());
-  return std::clamp<int64_t>(int64_t(3e7 / std::max(size, 1.0)), 2000, 20000);
+  return std::clamp<int64_t>(int64_t(1e8 / std::max(size, 1.0)), 2000, 20000);
 }
 
 std::unique_ptr<Placer> make_anneal_placer() { return std::make_unique<AnnealPlacer>(); }

@@ -8,11 +8,14 @@
 //   step + P * (1 + 10 * overflow / capacity of the overflowing devices),
 // where P is twice the start's step time, so any fitting placement beats any OOM one of similar
 // speed. The result is the best fitting placement seen (the least-cost one when none fits).
-// Moves (each proposes new devices for whole colocation groups that allow more than one device):
-//   50% move one group to another allowed device;
-//   30% pull one group onto the device of a neighbour (a group it exchanges tensors with);
-//   20% move a block (the group and up to block_size - 1 neighbours reached through groups on
-//       the same device, breadth first) to another device that all of them allow.
+// Moves (each proposes new devices for whole colocation groups; the seed group is one that allows
+// more than one device; a size L is log-uniform in [1, block_size]):
+//   30% move one group to another allowed device;
+//   20% pull one group onto the device of a neighbour (a group it exchanges tensors with);
+//   25% move a block: the group and up to L - 1 groups reached from it, breadth first, through
+//       neighbours on the same device, to another device (those of them that allow it);
+//   25% move a segment: the L groups from the seed on in topological group order (GroupGraph::
+//       order) to another device (those that allow it): a pipeline-boundary move.
 // A move is accepted when it does not raise the cost, else with probability exp(-delta / T); T
 // falls geometrically from t_start * start cost to t_end * start cost over the evaluations.
 //
@@ -20,8 +23,9 @@
 // finishes its evaluations gives the same placement on any machine. --budget-seconds is only a
 // safety cap: a run that hits it stops early, says so in the note, and then depends on speed.
 //
-// Parameters (--param): evaluations (Default: clamp(3e7 / (ops + edges), 2000, 20000)),
-// t_start (Default: 0.03), t_end (Default: 1e-4), block_size (Default: 8), start (Default: best).
+// Parameters (--param): evaluations (Default: clamp(1e8 / (ops + edges), 2000, 20000)),
+// t_start (Default: 1e-4), t_end (Default: 1e-6), block_size (Default: max(8, groups / 8)),
+// start (Default: best).
 //
 // Thread safety: a placer object runs one place() at a time.
 #pragma once
