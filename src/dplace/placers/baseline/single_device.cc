@@ -5,9 +5,20 @@
 
 #include "dplace/core/error.h"
 #include "dplace/placers/builtin.h"
+#include "dplace/placers/common/memory.h"
 
 namespace dplace {
 namespace {
+
+// A fixed placement has no alternative: one simulation says whether it fits, and why not.
+void check_memory(const PlaceRequest& request, const std::string& what, PlaceResult& result) {
+  const SimResult sim = request.simulator->run(result.placement);
+  ++result.evaluations;
+  if (!sim.feasible) {
+    result.infeasible_reason =
+        fmt::format("{} does not fit in memory: {}", what, describe_oom(*request.cluster, sim));
+  }
+}
 
 // Places every op on one device. Ops that may not run there (e.g. a CPU-only op when the target
 // is a GPU) go to the first device they allow, together with their colocation group.
@@ -46,6 +57,8 @@ class SingleDevicePlacer final : public Placer {
     }
     PlaceResult result;
     result.placement = placement_from_groups(graph, device_of_group);
+    check_memory(request, fmt::format("every op on {}", request.cluster->device(target).name),
+                 result);
     return result;
   }
 
@@ -62,6 +75,7 @@ class ExpertPlacer final : public Placer {
     }
     PlaceResult result;
     result.placement = *request.expert;
+    check_memory(request, "the expert placement", result);
     return result;
   }
 };

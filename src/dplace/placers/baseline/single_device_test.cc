@@ -11,7 +11,8 @@ TEST(SingleDevicePlacerTest, SingleGpuPutsEveryOpOnTheFirstGpu) {
   const PlacerRun run = run_placer(*c, "single-gpu");
   for (DeviceId d : run.result.placement.device_of_op) EXPECT_EQ(d, c->device("/gpu:0"));
   EXPECT_DOUBLE_EQ(run.sim.step_time_s, 6.0);  // six 1 s ops in a row
-  EXPECT_EQ(run.result.evaluations, 0);
+  EXPECT_EQ(run.result.evaluations, 1);        // the memory check
+  EXPECT_TRUE(run.result.infeasible_reason.empty());
 }
 
 TEST(SingleDevicePlacerTest, SingleGpuLeavesACpuOnlyOpOnTheCpu) {
@@ -56,6 +57,8 @@ TEST(SingleDevicePlacerTest, SingleGpuIsOomWhenTheParamsExceedOneGpu) {
   EXPECT_FALSE(run.sim.feasible);
   ASSERT_EQ(run.sim.oom_devices.size(), 1u);
   EXPECT_EQ(run.sim.oom_devices[0].device, c->device("/gpu:0"));
+  EXPECT_EQ(run.result.infeasible_reason,
+            "every op on /gpu:0 does not fit in memory: /gpu:0 needs 19.00 GB of 10.50 GB");
 }
 
 TEST(ExpertPlacerTest, ReturnsTheGivenPlacement) {

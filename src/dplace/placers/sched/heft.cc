@@ -12,7 +12,8 @@ namespace dplace {
 namespace {
 
 ScheduleOutcome run_heft(const PlaceRequest& request, const GroupGraph& groups,
-                         const std::vector<double>& rank, const std::vector<int64_t>& limits) {
+                         const std::vector<double>& rank, const std::vector<int64_t>& limits,
+                         bool insertion) {
   const Graph& graph = *request.graph;
   std::vector<OpId> order(graph.topo_order().begin(), graph.topo_order().end());
   // Decreasing rank is a topological order (a predecessor's rank is at least its successor's);
@@ -21,7 +22,7 @@ ScheduleOutcome run_heft(const PlaceRequest& request, const GroupGraph& groups,
     if (rank[a.value()] != rank[b.value()]) return rank[a.value()] > rank[b.value()];
     return graph.topo_rank(a) < graph.topo_rank(b);
   });
-  ListSchedule schedule(request, groups, limits, ListScheduleOptions{.insertion = true});
+  ListSchedule schedule(request, groups, limits, ListScheduleOptions{.insertion = insertion});
   ScheduleOutcome outcome;
   for (OpId op : order) {
     if (schedule.placed(op) || schedule.deferred(op)) continue;
@@ -48,14 +49,16 @@ ScheduleOutcome run_heft(const PlaceRequest& request, const GroupGraph& groups,
 
 class HeftPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
-    const PlacerParams params("heft", request.params, {"memory_fraction", "memory_retries"});
+    const PlacerParams params("heft", request.params,
+                              {"memory_fraction", "memory_retries", "insertion"});
+    const bool insertion = params.get_choice("insertion", "true", {"true", "false"}) == "true";
     const double fraction = params.get_double("memory_fraction", 1.0, 1e-6, 1.0);
     const int retries = static_cast<int>(params.get_int("memory_retries", 4, 0, 100));
     const GroupGraph groups(*request.graph, *request.cluster, *request.costs);
     const std::vector<double> rank = upward_ranks(request, /*with_communication=*/true);
     return to_place_result(schedule_with_memory_retries(
         request, fraction, retries, [&](const std::vector<int64_t>& limits) {
-          return run_heft(request, groups, rank, limits);
+          return run_heft(request, groups, rank, limits, insertion);
         }));
   }
 };

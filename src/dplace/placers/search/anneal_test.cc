@@ -66,8 +66,8 @@ TEST(AnnealPlacerTest, SameSeedSamePlacementAndCount) {
 TEST(AnnealPlacerTest, RunsTheRequestedNumberOfEvaluations) {
   auto c = two_chains_case();
   const PlacerRun run = run_placer(*c, "anneal", {.params = {{"evaluations", "50"}}});
-  // single-gpu (0 simulations) + m-etf (1) + one per start (2) + 50 moves.
-  EXPECT_EQ(run.result.evaluations, 1 + 2 + 50);
+  // single-gpu (1: its memory check) + m-etf (1) + one per start (2) + 50 moves.
+  EXPECT_EQ(run.result.evaluations, 1 + 1 + 2 + 50);
   EXPECT_NE(run.result.note.find("50 moves"), std::string::npos) << run.result.note;
 }
 
