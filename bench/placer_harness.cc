@@ -4,11 +4,13 @@
 //   placer_harness [--out DIR] [--placers a,b,...] [--workloads w1,w2,...] [--seed N]
 //                  [--budget-seconds S] [--param placer:key=value ...]
 //
-// Workloads are "MODEL@CLUSTER" (a built-in model at its default size, training graph, with its
-// expert placement), "FILE@CLUSTER" (a graph file relative to the workloads directory), or
-// "FILE" for a dnn-partitioning file with its implied cluster. Default: rnnlm, nmt and
-// inception_v3 on paper-k80x2 and paper-k80x4, the three PipeDream profiles on dgx1-v100x8, and
-// three dnn-partitioning throughput inputs with their implied clusters.
+// Workloads are "MODEL[:key=value...]@CLUSTER" (a built-in model, training graph, with its expert
+// placement; keys batch, layers, hidden, seq, vocab override its default size, e.g.
+// "nmt:batch=256@paper-k80x2"), "FILE@CLUSTER" (a graph file relative to the workloads directory),
+// or "FILE" for a dnn-partitioning file with its implied cluster. Default: rnnlm, nmt and
+// inception_v3 on paper-k80x2 and paper-k80x4, nmt at batch 256 on both (where one GPU is out of
+// memory), the three PipeDream profiles on dgx1-v100x8, and three dnn-partitioning throughput
+// inputs with their implied clusters.
 //
 // Per (workload, placer): simulated step time, OOM flag, speed-up over the best of the 2017
 // paper's baselines (single-cpu, single-gpu, scotch, mincut, expert) that fits, peak memory,
@@ -18,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,6 +49,8 @@ const std::vector<std::string> kDefaultWorkloads = {
     "rnnlm@paper-k80x4",
     "nmt@paper-k80x2",
     "nmt@paper-k80x4",
+    "nmt:batch=256@paper-k80x2",
+    "nmt:batch=256@paper-k80x4",
     "inception_v3@paper-k80x2",
     "inception_v3@paper-k80x4",
     "pipedream-profiles/gnmt.graph.txt@dgx1-v100x8",
@@ -77,9 +82,39 @@ std::unique_ptr<Workload> load_workload(const std::string& spec) {
   const size_t at = spec.rfind('@');
   const std::string source = at == std::string::npos ? spec : spec.substr(0, at);
   const std::string cluster_name = at == std::string::npos ? "" : spec.substr(at + 1);
-  const ModelEntry* model = find_model(source);
+  const std::string model_name = source.substr(0, source.find(':'));
+  const ModelEntry* model = find_model(model_name);
   if (model) {
-    w->graph = model->build(ModelOptions{});
+    ModelOptions options;
+    std::string rest = source.substr(model_name.size());
+    while (!rest.empty()) {  // ":key=value" pieces
+      const size_t next = rest.find(':', 1);
+      const std::string piece = rest.substr(1, next == std::string::npos ? next : next - 1);
+      rest = next == std::string::npos ? "" : rest.substr(next);
+      const size_t eq = piece.find('=');
+      if (eq == std::string::npos)
+        throw ConfigError(fmt::format("workload '{}': expected key=value", spec));
+      const std::string key = piece.substr(0, eq);
+      int value = 0;
+      const std::string text = piece.substr(eq + 1);
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size() || value <= 0) {
+        throw ConfigError(fmt::format("workload '{}': '{}' is not a positive integer", spec, text));
+      }
+      if (key == "batch")
+        options.batch = value;
+      else if (key == "layers")
+        options.layers = value;
+      else if (key == "hidden")
+        options.hidden = value;
+      else if (key == "seq")
+        options.seq = value;
+      else if (key == "vocab")
+        options.vocab = value;
+      else
+        throw ConfigError(fmt::format("workload '{}': unknown model option '{}'", spec, key));
+    }
+    w->graph = model->build(options);
     w->label = source;
   } else {
     const std::string path = (std::filesystem::path(DPLACE_WORKLOADS_DIR) / source).string();

@@ -14,7 +14,8 @@
 namespace dplace {
 namespace {
 
-// libscotch keeps its random state in globals: one mapping at a time.
+// Each mapping runs in its own libscotch context; the lock guards what remains global in the
+// library (error handling, the default context that graphs are created in).
 std::mutex& scotch_mutex() {
   static std::mutex m;
   return m;
@@ -31,8 +32,11 @@ SCOTCH_Num strategy_flag(const std::string& name) {
 class ScotchMapping {
  public:
   ScotchMapping() {
+    SCOTCH_contextInit(&context_);
     SCOTCH_graphInit(&graph_);
+    SCOTCH_graphInit(&bound_graph_);
     SCOTCH_graphInit(&target_graph_);
+    SCOTCH_graphInit(&bound_target_graph_);
     SCOTCH_archInit(&arch_);
     SCOTCH_stratInit(&arch_strat_);
     SCOTCH_stratInit(&map_strat_);
@@ -41,6 +45,9 @@ class ScotchMapping {
     SCOTCH_stratExit(&map_strat_);
     SCOTCH_stratExit(&arch_strat_);
     SCOTCH_archExit(&arch_);
+    SCOTCH_graphExit(&bound_target_graph_);  // context graphs before their context
+    SCOTCH_graphExit(&bound_graph_);
+    SCOTCH_contextExit(&context_);
     SCOTCH_graphExit(&target_graph_);
     SCOTCH_graphExit(&graph_);
   }
@@ -50,6 +57,15 @@ class ScotchMapping {
   // Returns the target index of every vertex.
   std::vector<int32_t> map(const PartitionProblem& p, const Cluster& cluster,
                            const std::string& strategy, double imbalance, uint64_t seed) {
+    // Determinism: libscotch 7 partitions with several threads by default, and the result then
+    // varies from run to run. One thread, a private random state seeded from --seed.
+    DPLACE_CHECK(SCOTCH_contextOptionSetNum(&context_, SCOTCH_OPTIONNUMDETERMINISTIC, 1) == 0);
+    DPLACE_CHECK(SCOTCH_contextOptionSetNum(&context_, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1) == 0);
+    DPLACE_CHECK(SCOTCH_contextRandomClone(&context_) == 0) << "SCOTCH_contextRandomClone failed";
+    SCOTCH_contextRandomSeed(&context_, SCOTCH_Num(seed % 2147483647));
+    SCOTCH_contextRandomReset(&context_);
+    DPLACE_CHECK(SCOTCH_contextThreadSpawn(&context_, 1, nullptr) == 0)
+        << "SCOTCH_contextThreadSpawn failed";
     const SCOTCH_Num nv = SCOTCH_Num(p.vertex_group.size());
     const SCOTCH_Num k = SCOTCH_Num(p.targets.size());
     DPLACE_CHECK(SCOTCH_graphBuild(&graph_, 0, nv, p.xadj.data(), nullptr, p.vwgt.data(), nullptr,
@@ -57,6 +73,8 @@ class ScotchMapping {
                                    p.adjwgt.data()) == 0)
         << "SCOTCH_graphBuild failed";
     DPLACE_CHECK(SCOTCH_graphCheck(&graph_) == 0) << "SCOTCH_graphCheck failed";
+    DPLACE_CHECK(SCOTCH_contextBindGraph(&context_, &graph_, &bound_graph_) == 0)
+        << "SCOTCH_contextBindGraph failed";
 
     // Target architecture: devices weighted by speed; a link's cost is inversely proportional to
     // its bandwidth (mean of both directions' 1/bandwidth), 10 for the fastest link.
@@ -93,7 +111,9 @@ class ScotchMapping {
                                    p.target_weight.data(), nullptr, SCOTCH_Num(target_edge_.size()),
                                    target_edge_.data(), target_cost_.data()) == 0)
         << "SCOTCH_graphBuild (target) failed";
-    if (SCOTCH_archBuild0(&arch_, &target_graph_, 0, nullptr, &arch_strat_) != 0) {
+    DPLACE_CHECK(SCOTCH_contextBindGraph(&context_, &target_graph_, &bound_target_graph_) == 0)
+        << "SCOTCH_contextBindGraph (target) failed";
+    if (SCOTCH_archBuild0(&arch_, &bound_target_graph_, 0, nullptr, &arch_strat_) != 0) {
       throw ConfigError(fmt::format(
           "placer 'scotch': could not build a target architecture from cluster '{}' (are some "
           "devices unreachable from each other?)",
@@ -102,16 +122,17 @@ class ScotchMapping {
     DPLACE_CHECK(SCOTCH_stratGraphMapBuild(&map_strat_, strategy_flag(strategy), k, imbalance) == 0)
         << "SCOTCH_stratGraphMapBuild failed";
     std::vector<SCOTCH_Num> part(p.fixed.begin(), p.fixed.end());
-    SCOTCH_randomSeed(SCOTCH_Num(seed % 2147483647));
-    SCOTCH_randomReset();
-    DPLACE_CHECK(SCOTCH_graphMapFixed(&graph_, &arch_, &map_strat_, part.data()) == 0)
+    DPLACE_CHECK(SCOTCH_graphMapFixed(&bound_graph_, &arch_, &map_strat_, part.data()) == 0)
         << "SCOTCH_graphMapFixed failed";
     return std::vector<int32_t>(part.begin(), part.end());
   }
 
  private:
+  SCOTCH_Context context_;
   SCOTCH_Graph graph_;
+  SCOTCH_Graph bound_graph_;  // graph_ seen through context_
   SCOTCH_Graph target_graph_;
+  SCOTCH_Graph bound_target_graph_;
   SCOTCH_Arch arch_;
   SCOTCH_Strat arch_strat_;
   SCOTCH_Strat map_strat_;

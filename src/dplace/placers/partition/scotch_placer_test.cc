@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "dplace/core/error.h"
 #include "dplace/placers/common/test_cases.h"
 
@@ -47,6 +49,57 @@ TEST_P(ScotchFamilyTest, IsDeterministic) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ScotchAndMincut, ScotchFamilyTest, ::testing::Values("scotch", "mincut"));
+
+// A 200-op layered graph on CPU + 4 GPUs: big enough for libscotch's multilevel and threaded code
+// paths, where an unseeded or multi-threaded run would vary.
+std::unique_ptr<PlacerCase> layered_case() {
+  GraphBuilder b("layered", "test");
+  std::vector<OpId> previous;
+  for (int layer = 0; layer < 20; ++layer) {
+    std::vector<OpId> current;
+    for (int i = 0; i < 10; ++i) {
+      Op op;
+      op.name = "l" + std::to_string(layer) + "_" + std::to_string(i);
+      op.output_bytes = {int64_t(1000 * (1 + (layer * 7 + i * 3) % 11))};
+      op.flops = 1e9 * (1 + (layer + i) % 5);
+      if (!previous.empty()) {
+        op.inputs = {{previous[i], 0}, {previous[(i * 3 + layer) % 10], 0}};
+      }
+      current.push_back(b.add_op(std::move(op)));
+    }
+    previous = current;
+  }
+  ClusterSpec spec;
+  spec.name = "cpu-4gpu";
+  spec.source = "test";
+  for (int d = 0; d < 5; ++d) {
+    Device dev;
+    dev.name = d == 0 ? "/cpu:0" : "/gpu:" + std::to_string(d - 1);
+    dev.kind = d == 0 ? DeviceKind::kCpu : DeviceKind::kGpu;
+    dev.peak_flops = d == 0 ? 1e12 : 5e12;
+    dev.mem_bandwidth_bytes_per_s = 1e11;
+    dev.memory_bytes = int64_t(16e9);
+    spec.devices.push_back(dev);
+  }
+  spec.default_link = Link{.bandwidth_bytes_per_s = 1e10, .latency_s = 1e-5};
+  return std::make_unique<PlacerCase>(std::move(b).build(), Cluster(std::move(spec), "test"), 0.0);
+}
+
+class PartitionerDeterminismTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PartitionerDeterminismTest, SameSeedSamePlacementOnALargerGraph) {
+  auto c = layered_case();
+  const Placement first = run_placer(*c, GetParam(), {.seed = 3}).result.placement;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(run_placer(*c, GetParam(), {.seed = 3}).result.placement, first) << i;
+  }
+  // The mapping uses several devices (it is not trivially all-on-one).
+  std::set<DeviceId> used(first.device_of_op.begin(), first.device_of_op.end());
+  EXPECT_GE(used.size(), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Partitioners, PartitionerDeterminismTest,
+                         ::testing::Values("scotch", "mincut", "metis"));
 
 TEST(ScotchPlacerTest, PutsTheCpuOnlyOpOnTheCpuAndBalancesTheRestBySpeed) {
   auto c = cpu_only_case();
