@@ -53,7 +53,7 @@ MemoryRepairResult repair_memory(const PlaceRequest& request, const GroupGraph& 
 // What a memory-aware scheduler returns for one set of per-device limits.
 struct ScheduleOutcome {
   Placement placement;
-  std::string no_fit_reason;  // set when some op fit on no device under the limits
+  std::string no_fit_reason;    // set when some op fit on no device under the limits
   double estimated_step_s = 0;  // the scheduler's own makespan estimate
 };
 
@@ -61,8 +61,8 @@ struct MemoryRetryResult {
   Placement placement;
   bool feasible = false;
   int64_t evaluations = 0;
-  std::string reason;  // empty when feasible
-  int retries = 0;     // schedules run after the first
+  std::string reason;           // empty when feasible
+  int retries = 0;              // schedules run after the first
   double estimated_step_s = 0;  // of the returned placement's schedule
 };
 
