@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "dplace/cli/commands.h"
 #include "dplace/core/error.h"
@@ -17,6 +18,18 @@ int main(int argc, char** argv) {
   dplace::cli::add_info_command(app);
   dplace::cli::add_simulate_command(app);
   dplace::cli::add_place_commands(app);
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known |= sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "dplace: unknown command '{}' (commands: {})\n", argv[1], names);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
