@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   dplace::cli::add_info_command(app);
   dplace::cli::add_simulate_command(app);
   dplace::cli::add_place_commands(app);
+  dplace::cli::add_pipeline_command(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

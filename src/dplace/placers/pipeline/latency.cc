@@ -170,6 +170,30 @@ LatencyEvaluation evaluate_latency(const PipelineProblem& p,
   return ev;
 }
 
+double latency_lower_bound(const PipelineProblem& p) {
+  // A path crosses blocks in order, and a subgraph lasts at least the times of the path's nodes
+  // inside it, so the critical path with every node at its fastest time bounds the latency.
+  const size_t n = p.nodes.size();
+  const auto pred = node_predecessors(p);
+  std::vector<std::vector<uint32_t>> succ(n);
+  for (size_t v = 0; v < n; ++v) {
+    for (uint32_t u : pred[v]) succ[u].push_back(static_cast<uint32_t>(v));
+  }
+  std::vector<double> finish(n, 0.0);
+  double critical_path = 0;
+  for (uint32_t v : topological(n, succ)) {
+    double fastest = kInf;
+    for (size_t t = 0; t < p.types.size(); ++t) {
+      if (p.types[t].count > 0) fastest = std::min(fastest, p.nodes[v].time_s[t]);
+    }
+    double ready = 0;
+    for (uint32_t u : pred[v]) ready = std::max(ready, finish[u]);
+    finish[v] = ready + (fastest < kInf ? fastest : 0.0);
+    critical_path = std::max(critical_path, finish[v]);
+  }
+  return critical_path;
+}
+
 LatencyResult latency_greedy(const PipelineProblem& p) {
   const auto start = std::chrono::steady_clock::now();
   LatencyResult result;
@@ -183,7 +207,8 @@ LatencyResult latency_greedy(const PipelineProblem& p) {
 
   std::vector<int> device_of_block(blocks.num_units, -1);
   size_t next_accel = 0;
-  const auto& order = blocks.topo_order;
+  // Depth-first order (a stack of ready blocks), like the reference greedy.
+  const std::vector<uint32_t> order = depth_first_topological_order(blocks);
   size_t i = 0;
   auto fits_alone = [&](uint32_t b, int d) {
     const int t = p.type_of_device(d);
@@ -223,6 +248,7 @@ LatencyResult latency_greedy(const PipelineProblem& p) {
   const LatencyEvaluation ev = evaluate_latency(p, result.device_of_node);
   result.feasible = ev.valid;
   result.latency_s = ev.latency_s;
+  result.best_bound_s = latency_lower_bound(p);
   if (!ev.valid) result.note = ev.problem;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
@@ -262,10 +288,17 @@ LatencyResult latency_ilp(const PipelineProblem& p, const LatencyIlpOptions& opt
     for (double c : t.comm_s) worst = std::max(worst, c);
     big_m += 2 * worst;
   }
+  // With the greedy split's latency G as a cap on the objective (the program looks for splits
+  // no worse than it), every finish time is at most G, so G serves as big-M: a much tighter
+  // relaxation than the sum of all times.
+  const LatencyResult greedy = latency_greedy(p);
+  if (greedy.feasible) big_m = std::min(big_m, greedy.latency_s * (1 + 1e-6) + 1e-9);
+
+  const double critical_path = latency_lower_bound(p);
 
   MilpModel model;
   using S = MilpModel::Sense;
-  const int total = model.add_column(0, kInf, 1.0, false);
+  const int total = model.add_column(critical_path, greedy.feasible ? big_m : kInf, 1.0, false);
   std::vector<int> x0(C, -1);
   std::vector<int> x(C * K, -1);
   for (size_t c = 0; c < C; ++c) {
@@ -431,7 +464,6 @@ LatencyResult latency_ilp(const PipelineProblem& p, const LatencyIlpOptions& opt
   MilpOptions milp;
   milp.time_limit_s = options.time_limit_s;
   milp.threads = options.threads;
-  const LatencyResult greedy = latency_greedy(p);
   if (greedy.feasible) {
     std::vector<int> machine_of_class(C, -1);  // -1 pool, else k
     for (size_t v = 0; v < n; ++v) {
@@ -451,7 +483,7 @@ LatencyResult latency_ilp(const PipelineProblem& p, const LatencyIlpOptions& opt
   }
   const MilpResult r = solve_milp(model, milp);
   result.seconds = r.seconds;
-  result.best_bound_s = r.best_bound;
+  result.best_bound_s = std::max(r.best_bound, critical_path);
   if (r.values.empty()) {
     result.note = r.status == MilpResult::Status::kInfeasible
                       ? "the latency program is infeasible"

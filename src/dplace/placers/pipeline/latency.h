@@ -10,10 +10,10 @@
 // Latency = the latest finish. Memory caps apply per accelerator; colour classes co-locate.
 //
 // evaluate_latency computes it for a given split; latency_greedy is the paper's baseline (colour
-// classes fused into strongly connected blocks, taken in topological order, each accelerator
-// filled with consecutive blocks up to its memory cap, the rest on the pool); latency_ilp is the
-// paper's integer program solved by CBC (big-M start/finish constraints, contiguity through the
-// z-variables of the paper), warm-started with the greedy split.
+// classes fused into strongly connected blocks, taken in depth-first topological order, each
+// accelerator filled with consecutive blocks up to its memory cap, the rest on the pool);
+// latency_ilp is the paper's integer program solved by CBC (big-M start/finish constraints,
+// contiguity through the z-variables of the paper), warm-started with the greedy split.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -49,6 +49,10 @@ struct LatencyResult {
   double seconds = 0;
   std::string note;
 };
+
+// The critical path with every node at its fastest allowed time and free communication: a lower
+// bound on the latency of every split.
+double latency_lower_bound(const PipelineProblem& problem);
 
 LatencyResult latency_greedy(const PipelineProblem& problem);
 

@@ -105,7 +105,11 @@ struct MilpSolver {
     }
     Cbc_setObjSense(model, 1.0);
     Cbc_setLogLevel(model, 0);
-    Cbc_setMaximumSeconds(model, std::max(0.1, options.time_limit_s));
+    // Wall-clock limit: CBC measures CPU time unless timeMode is "elapsed".
+    const double limit_s = std::max(0.1, options.time_limit_s);
+    Cbc_setMaximumSeconds(model, limit_s);
+    Cbc_setParameter(model, "timeMode", "elapsed");
+    Cbc_setParameter(model, "sec", fmt::format("{}", limit_s).c_str());
     Cbc_setAllowableFractionGap(model, 1e-7);
     Cbc_setAllowableGap(model, 1e-9);
     if (options.threads > 1) {

@@ -183,31 +183,6 @@ std::vector<int> assign_stages(const PipelineProblem& p, size_t num_units,
   return device_of_unit;
 }
 
-// A depth-first topological order that finishes one branch before starting the next (keeps
-// chains of a layer graph together, unlike Kahn's order).
-std::vector<uint32_t> depth_first_topological_order(const UnitDag& dag) {
-  const size_t m = dag.num_units;
-  std::vector<uint32_t> missing(m);
-  for (size_t u = 0; u < m; ++u) missing[u] = static_cast<uint32_t>(dag.pred[u].size());
-  std::vector<uint32_t> stack;
-  for (size_t u = m; u-- > 0;) {
-    if (missing[u] == 0) stack.push_back(static_cast<uint32_t>(u));
-  }
-  std::vector<uint32_t> order;
-  order.reserve(m);
-  while (!stack.empty()) {
-    const uint32_t u = stack.back();
-    stack.pop_back();
-    order.push_back(u);
-    for (size_t k = dag.succ[u].size(); k-- > 0;) {
-      const uint32_t v = dag.succ[u][k];
-      if (--missing[v] == 0) stack.push_back(v);
-    }
-  }
-  DPLACE_CHECK(order.size() == m) << "unit DAG has a cycle";
-  return order;
-}
-
 class IdealDp {
  public:
   IdealDp(const PipelineProblem& p, const UnitDag& dag, const IdealLattice& lat,

@@ -49,6 +49,11 @@ struct UnitDag {
 // Units are numbered by their first node's index.
 UnitDag build_unit_dag(const PipelineProblem& problem);
 
+// A topological order of the units that finishes one branch before starting the next (a stack
+// of ready units; among ready units the lowest index first), unlike Kahn's order in topo_order,
+// which interleaves parallel branches.
+std::vector<uint32_t> depth_first_topological_order(const UnitDag& dag);
+
 // Class index per node for colour classes only (step 1), numbered by first node; and the count.
 struct ColourClasses {
   std::vector<uint32_t> class_of_node;
