@@ -183,6 +183,20 @@ TEST(DotTest, FlatNamesCollapseToOneNodePerDevice) {
   EXPECT_TRUE(contains(dot, "n0 -> n1 [label=\"10 B\", penwidth=2")) << dot;
 }
 
+TEST(DotTest, BigPicturesCapGraphvizLayoutPasses) {
+  GraphBuilder b("chain", "inline");
+  OpId prev = b.add_op({.name = "op0", .output_bytes = {10}});
+  for (int i = 1; i < 200; ++i) {
+    prev =
+        b.add_op({.name = "op" + std::to_string(i), .inputs = {{prev, 0}}, .output_bytes = {10}});
+  }
+  const Graph g = std::move(b).build();
+  const std::string dot = graph_to_dot(g, nullptr, nullptr);  // 200 nodes <= the default 400
+  EXPECT_FALSE(contains(dot, "shown as")) << dot.substr(0, 300);
+  EXPECT_TRUE(contains(dot, "nslimit=2, nslimit1=2, mclimit=0.2")) << dot.substr(0, 300);
+  EXPECT_FALSE(contains(graph_to_dot(small_graph(), nullptr, nullptr), "nslimit"));
+}
+
 class DotFileTest : public ::testing::Test {
  protected:
   std::string path(const std::string& name) {
