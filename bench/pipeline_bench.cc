@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -63,6 +64,8 @@ struct Row {
   size_t ideals = 0;
   uint64_t pairs = 0;
   double chain_ms = 0;
+  double coarse_ms = 0;  // 0: not run
+  size_t coarse_ideals = 0;
   double max_load_ms = 0;
   double reference_ms = 0;  // 0: none
   double read_s = 0;
@@ -73,29 +76,40 @@ struct Row {
 
 void print_header(bool csv) {
   if (csv) {
-    std::cout << "workload,nodes,units,ideals,pairs,chain_ub_ms,max_load_ms,reference_ms,"
-                 "read_s,enumerate_s,solve_s,optimal"
-              << std::endl;
+    std::cout
+        << "workload,nodes,units,ideals,pairs,chain_ub_ms,coarse_ideals,coarse_ub_ms,max_load_ms,"
+           "reference_ms,read_s,enumerate_s,solve_s,optimal"
+        << std::endl;
     return;
   }
-  std::cout << fmt::format("{:<40} {:>6} {:>6} {:>9} {:>12} {:>10} {:>10} {:>10} {:>9} {:>8}",
-                           "workload", "nodes", "units", "ideals", "pairs", "chain ms", "optimum",
-                           "reference", "solve s", "optimal")
+  std::cout << fmt::format(
+                   "{:<40} {:>6} {:>6} {:>9} {:>12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8}",
+                   "workload", "nodes", "units", "ideals", "pairs", "chain ms", "coarse ms",
+                   "optimum", "reference", "solve s", "optimal")
             << std::endl;
+}
+
+std::string coarse_text(double ms, const char* format) {
+  if (ms == 0) return "-";
+  if (!std::isfinite(ms)) return "none";
+  return fmt::format(fmt::runtime(format), ms);
 }
 
 void print_row(const Row& r, bool csv) {
   if (csv) {
-    std::cout << fmt::format("{},{},{},{},{},{:.6g},{:.6g},{},{:.4f},{:.4f},{:.4f},{}", r.name,
-                             r.nodes, r.units, r.ideals, r.pairs, r.chain_ms, r.max_load_ms,
+    std::cout << fmt::format("{},{},{},{},{},{:.6g},{},{},{:.6g},{},{:.4f},{:.4f},{:.4f},{}",
+                             r.name, r.nodes, r.units, r.ideals, r.pairs, r.chain_ms,
+                             r.coarse_ideals, coarse_text(r.coarse_ms, "{:.6g}"), r.max_load_ms,
                              r.reference_ms > 0 ? fmt::format("{:.6g}", r.reference_ms) : "",
                              r.read_s, r.enumerate_s, r.solve_s, r.optimal ? 1 : 0)
               << std::endl;
     return;
   }
   std::cout << fmt::format(
-                   "{:<40} {:>6} {:>6} {:>9} {:>12} {:>10.4f} {:>10.4f} {:>10} {:>9.3f} {:>8}",
-                   r.name, r.nodes, r.units, r.ideals, r.pairs, r.chain_ms, r.max_load_ms,
+                   "{:<40} {:>6} {:>6} {:>9} {:>12} {:>10.4f} {:>10} {:>10.4f} {:>10} {:>9.3f} "
+                   "{:>8}",
+                   r.name, r.nodes, r.units, r.ideals, r.pairs, r.chain_ms,
+                   coarse_text(r.coarse_ms, "{:.4f}"), r.max_load_ms,
                    r.reference_ms > 0 ? fmt::format("{:.4f}", r.reference_ms) : "-", r.solve_s,
                    r.optimal ? "yes" : "no")
             << std::endl;
@@ -115,6 +129,8 @@ Row solve(const std::string& name, const PipelineProblem& problem, double read_s
   row.ideals = r.num_ideals;
   row.pairs = r.pairs_visited;
   row.chain_ms = r.chain_upper_bound_s * 1e3;
+  row.coarse_ms = r.coarse_upper_bound_s * 1e3;
+  row.coarse_ideals = r.coarse_ideals;
   row.max_load_ms = r.max_load_s * 1e3;
   row.read_s = read_s;
   row.enumerate_s = r.enumerate_seconds;
@@ -307,6 +323,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> graphs;  // --graph: any graph file or built-in model
   std::string cluster = "paper-k80x4";
   bool training = false;
+  std::map<std::string, int64_t> dims;  // --dim NAME=VALUE for ONNX inputs
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -325,6 +342,14 @@ int main(int argc, char** argv) {
       workloads = false;
     } else if (arg == "--cluster" && i + 1 < argc) {
       cluster = argv[++i];
+    } else if (arg == "--dim" && i + 1 < argc) {
+      const std::string d = argv[++i];
+      const size_t eq = d.find('=');
+      if (eq == std::string::npos) {
+        std::cerr << "--dim wants NAME=VALUE\n";
+        return 2;
+      }
+      dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
     } else if (arg == "--training") {
       training = true;
     } else if (arg == "--experts") {
@@ -338,7 +363,7 @@ int main(int argc, char** argv) {
     } else if (!arg.empty() && arg[0] == '-') {
       std::cerr << "usage: pipeline_bench [--csv] [--synthetic] [--no-workloads] "
                    "[--shape M,B,L,T] [--dp-time-limit S] [--experts] [--ilp S] [--latency S] "
-                   "[--graph FILE|MODEL [--cluster C] [--training]] "
+                   "[--graph FILE|MODEL [--cluster C] [--training] [--dim N=V]] "
                    "[FILE.json ...]\n";
       return 2;
     } else {
@@ -381,6 +406,7 @@ int main(int argc, char** argv) {
       } else {
         dplace::ImportOptions io;
         io.training = training;
+        io.dims = dims;
         graph = dplace::load_graph_file(spec, io).graph;
       }
       const dplace::Cluster c = dplace::load_cluster(cluster);

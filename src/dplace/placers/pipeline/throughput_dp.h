@@ -13,10 +13,11 @@
 //    I = J + S (include/exclude on addable units, so each superset once) updates dp[I]; times,
 //    sizes and crossing tensors are updated incrementally per added unit (a per-tensor counter of
 //    touched units inside S), and the hash of I is hash(J) ^ hash(S).
-//  * Upper bound UB: the same DP restricted to two chains of prefix ideals (linear extensions)
-//    gives a feasible split first; later, every split reaching V lowers UB. Only values < UB are
-//    kept, so the search from J stops as soon as S's time alone reaches UB on every usable type
-//    (times and sizes only grow with S; communication need not).
+//  * Upper bound UB: the same DP restricted to two chains of prefix ideals (linear extensions),
+//    then the exact DP on a coarser DAG (chains of units contracted into blocks of at most 2% of
+//    the work bound), give feasible splits first; later, every split reaching V lowers UB. Only
+//    values < UB are kept, so the search from J stops as soon as S's time alone reaches UB on every
+//    usable type (times and sizes only grow with S; communication need not).
 //  * States at J are skipped when dominated (another state with no more devices of any type and
 //    no larger value) or hopeless (the remaining units' least work exceeds the remaining devices
 //    times UB).
@@ -41,6 +42,11 @@ struct ThroughputDpOptions {
   // Default: 600. Wall-clock limit of the DP; on expiry the best split found so far is returned
   // with optimal = false.
   double time_limit_s = 600;
+  // Default: true. First solve a coarser DAG (chains contracted into small blocks) exactly, for a
+  // tighter upper bound than the chain heuristic.
+  bool coarsen = true;
+  // Default: 0 (no limit beyond the memory budget). At most this many ideals.
+  size_t max_ideals = 0;
 };
 
 struct ThroughputDpResult {
@@ -49,11 +55,14 @@ struct ThroughputDpResult {
   std::vector<int> device_of_unit;  // global device index per unit (feasible only)
   double max_load_s = 0;            // as the DP computed it (feasible only)
   double chain_upper_bound_s = 0;   // the chain heuristic's value (infinity if none)
+  double coarse_upper_bound_s = 0;  // the coarse DP's value (0: not run; infinity: none)
+  size_t coarse_ideals = 0;         // ideals of the coarse DAG
   double lower_bound_s = 0;         // a simple bound: max(largest unit, total work / devices)
   size_t num_ideals = 0;            // 0 when not enumerated
   uint64_t pairs_visited = 0;       // (J, I) pairs the search looked at
   uint64_t states_pushed = 0;       // (J, state) pairs the search expanded
-  double enumerate_seconds = 0;
+  double enumerate_seconds = 0;     // chains and ideals
+  double coarse_seconds = 0;        // the coarse DP
   double dp_seconds = 0;
   std::string note;  // why the result is not optimal, if it is not
 };

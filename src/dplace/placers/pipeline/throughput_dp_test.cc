@@ -115,6 +115,54 @@ TEST(ThroughputDpTest, ChainHeuristicIsAnUpperBound) {
   }
 }
 
+TEST(ThroughputDpTest, CoarseBoundDoesNotChangeTheOptimum) {
+  // Parallel chains of 6 units between a split and a join, repeated: the coarse DAG contracts the
+  // chains, and the exact DP must reach the same optimum with or without its bound.
+  // Each chain has one heavy unit and small ones, so the 2% blocks merge the small ones.
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> time(0.005, 0.01);
+  std::uniform_real_distribution<double> cost(0.0, 0.05);
+  PipelineProblem p = make_problem(3, 1);
+  uint32_t join = add_node(p, 0.01, 0.1);
+  for (int module = 0; module < 4; ++module) {
+    std::vector<uint32_t> tails;
+    for (int branch = 0; branch < 3; ++branch) {
+      uint32_t last = join;
+      for (int k = 0; k < 8; ++k) {
+        const double a = k == 3 ? 1.0 + time(rng) : time(rng);
+        const uint32_t v = add_node(p, a, 10 * a);
+        add_tensor(p, last, {v}, cost(rng));
+        last = v;
+      }
+      tails.push_back(last);
+    }
+    join = add_node(p, 0.01, 0.1);
+    for (uint32_t t : tails) add_tensor(p, t, {join}, cost(rng));
+  }
+  const UnitDag dag = build_unit_dag(p);
+  ASSERT_GT(dag.num_units, 32u);
+  ThroughputDpOptions with;
+  ThroughputDpOptions without;
+  without.coarsen = false;
+  const ThroughputDpResult a = solve_contiguous_throughput(p, dag, with);
+  const ThroughputDpResult b = solve_contiguous_throughput(p, dag, without);
+  ASSERT_TRUE(a.optimal && b.optimal);
+  EXPECT_NEAR(a.max_load_s, b.max_load_s, 1e-12);
+  EXPECT_GT(a.coarse_ideals, 0u);
+  EXPECT_LT(a.coarse_ideals, a.num_ideals);
+  EXPECT_LE(a.max_load_s, a.coarse_upper_bound_s + 1e-12);
+  EXPECT_LE(a.pairs_visited, b.pairs_visited);
+  EXPECT_NEAR(evaluate_pipeline(p,
+                                [&] {
+                                  std::vector<int> out(p.nodes.size());
+                                  for (size_t i = 0; i < out.size(); ++i)
+                                    out[i] = a.device_of_unit[dag.unit_of_node[i]];
+                                  return out;
+                                }())
+                  .max_load_s,
+              a.max_load_s, 1e-9);
+}
+
 TEST(ThroughputDpTest, FallsBackToTheChainBeyondTheMemoryBudget) {
   // 24 independent nodes have 2^24 ideals; a 1 MiB budget cannot hold them.
   PipelineProblem p = make_problem(3, 0);
