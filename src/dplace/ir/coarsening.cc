@@ -164,10 +164,22 @@ Coarsening coarsen_graph(const Graph& graph, const CoarseningOptions& options) {
   // Stage 2: an op whose outputs all go to one op joins that op's group.
   size_t count = graph.num_groups();
   if (options.merge_sole_consumer) {
+    auto weight_of = [&](size_t i) {
+      return options.op_weight.empty() ? 1.0 : options.op_weight[i];
+    };
+    std::vector<double> weight(n, 0.0);  // per disjoint-set root
+    for (size_t i = 0; i < n; ++i) weight[ops.find(static_cast<uint32_t>(i))] += weight_of(i);
+    const double limit = options.sole_consumer_max_weight;
     for (OpId op : graph.topo_order()) {
       std::span<const OpId> succ = graph.successors(op);
       if (succ.size() != 1 || class_of(op) != class_of(succ.front())) continue;
-      if (ops.unite(op.value(), succ.front().value())) --count;
+      const uint32_t a = ops.find(op.value());
+      const uint32_t b = ops.find(succ.front().value());
+      if (a == b || (limit > 0 && weight[a] + weight[b] > limit)) continue;
+      const double merged = weight[a] + weight[b];
+      ops.unite(a, b);
+      weight[ops.find(a)] = merged;
+      --count;
     }
   }
   out.after_sole_consumer = count;

@@ -5,7 +5,8 @@
 // inside one coarse group (a placement made per coarse group is colocation-valid):
 //  1. Colocation: start from Graph's colocation groups (ops sharing a `colocate` name).
 //  2. Sole consumer (the paper's heuristic): an op whose outputs are all consumed by one single op
-//     joins that consumer's group. Chains of such ops collapse into their final consumer.
+//     joins that consumer's group. Chains of such ops collapse into their final consumer, unless
+//     the merged group would exceed `sole_consumer_max_weight`.
 //  3. Cap: while there are more than `target_groups` groups, merge the two groups joined by a
 //     dataflow edge whose combined weight is smallest (ties: the pair whose earlier group comes
 //     first in topological order). This keeps groups of similar weight and merges only
@@ -36,6 +37,11 @@ struct CoarseningOptions {
   size_t target_groups = 256;
   // Stage 2 on or off. Default: true.
   bool merge_sole_consumer = true;
+  // Stage 2 skips a merge whose group would weigh more than this; 0: no limit. (On training
+  // graphs, where backward ops are colocated with their forward ops, chains of gradient ops with
+  // sole consumers otherwise fuse the colocation groups of many layers into a few huge groups.)
+  // Default: 0.
+  double sole_consumer_max_weight = 0;
   // Weight of each op (e.g. its fastest execution time), indexed by OpId; empty means 1 per op.
   // A group's weight is the sum of its ops'. Default: empty.
   std::vector<double> op_weight;

@@ -69,6 +69,18 @@ TEST(CoarseningTest, ChainOfSoleConsumersCollapses) {
   EXPECT_EQ(coarsen_graph(g, o).num_groups, 1u);
 }
 
+TEST(CoarseningTest, SoleConsumerMergeRespectsWeightLimit) {
+  // a(1) -> b(1) -> c(3): a joins b (weight 2 <= 3); {a, b} joining c would weigh 5 > 3.
+  const Graph g = make_graph({{"a", {}, ""}, {"b", {"a"}, ""}, {"c", {"b"}, ""}});
+  CoarseningOptions o;
+  o.target_groups = 0;
+  o.op_weight = {1, 1, 3};
+  o.sole_consumer_max_weight = 3;
+  EXPECT_EQ(groups_of(g, coarsen_graph(g, o)), (std::vector<uint32_t>{0, 0, 1}));
+  o.sole_consumer_max_weight = 5;
+  EXPECT_EQ(coarsen_graph(g, o).num_groups, 1u);
+}
+
 TEST(CoarseningTest, CapMergesLightestJoinedPairFirst) {
   // a(5) -> b(1), a -> c(4), b -> d(1), c -> d. Joined pairs: a-b 6, a-c 9, b-d 2, c-d 5.
   const Graph g =

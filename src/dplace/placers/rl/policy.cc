@@ -340,7 +340,7 @@ struct Policy::Impl {
 
     // d loss / d logits.
     std::vector<float> dl(rows * D);
-    const double beta = entropy_weight / (static_cast<double>(K) * G);
+    const double beta = entropy_weight / K;
     double log_prob_term = 0;
     double entropy_sum = 0;
     for (int t = 0; t < G; ++t) {
@@ -363,7 +363,7 @@ struct Policy::Impl {
       }
     }
     out.entropy = entropy_sum / static_cast<double>(rows);
-    out.loss = -log_prob_term / K - entropy_weight * out.entropy;
+    out.loss = -log_prob_term / K - entropy_weight * entropy_sum / K;
 
     // Output layer and combine layer, all steps at once.
     gemm(true, false, D, H, static_cast<int>(rows), 1, dl.data(), D, tr.U.data(), H, 0, g_w_o, H);
@@ -560,7 +560,7 @@ struct Policy::Impl {
     torch::Tensor seq = log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2).sum(1);
     torch::Tensor probs = log_probs.exp();
     torch::Tensor entropy =
-        -torch::where(probs > 0, probs * log_probs, torch::zeros_like(probs)).sum(2).mean();
+        -torch::where(probs > 0, probs * log_probs, torch::zeros_like(probs)).sum(2).sum(1).mean();
     return -(adv * seq).mean() - entropy_weight * entropy;
   }
 };

@@ -82,10 +82,11 @@ class Policy {
   std::vector<int32_t> greedy();
 
   // One REINFORCE step with Adam on
-  //   loss = -mean_k(advantage_k * log p(actions_k)) - entropy_weight * mean entropy,
-  // where the entropy is averaged over samples and groups. actions: batch x num_groups; when they
-  // are the batch of the last sample() and the weights have not changed since, its activations are
-  // reused, otherwise the forward pass is recomputed with these actions.
+  //   loss = -mean_k(advantage_k * log p(actions_k)) - entropy_weight * mean_k(entropy_k),
+  // where entropy_k is the sum over groups of the entropy of each group's device distribution
+  // (so the bonus per decision is comparable to the advantage per decision). actions: batch x
+  // num_groups; when they are the batch of the last sample() and the weights have not changed
+  // since, its activations are reused, otherwise the forward pass is recomputed with these actions.
   UpdateStats update(std::span<const int32_t> actions, std::span<const double> advantages,
                      double entropy_weight);
 

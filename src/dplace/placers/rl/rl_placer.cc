@@ -151,6 +151,12 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
   const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters =
       {
           {"groups", [&](auto& k, auto& v) { o.groups = parse_int(k, v, 1); }},
+          {"sole-consumer",
+           [&](auto& k, auto& v) {
+             if (v != "full" && v != "limited" && v != "off")
+               bad_param(k, v, "full, limited or off");
+             o.sole_consumer = v;
+           }},
           {"batch", [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1)); }},
           {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
           {"hidden", [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1)); }},
@@ -159,6 +165,8 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"lr", [&](auto& k, auto& v) { o.learning_rate = parse_double(k, v, 0, false); }},
           {"clip", [&](auto& k, auto& v) { o.grad_clip = parse_double(k, v, 0, true); }},
           {"entropy", [&](auto& k, auto& v) { o.entropy_weight = parse_double(k, v, 0, true); }},
+          {"entropy-final",
+           [&](auto& k, auto& v) { o.entropy_final = parse_double(k, v, 0, true); }},
           {"entropy-samples", [&](auto& k, auto& v) { o.entropy_samples = parse_int(k, v, 0); }},
           {"baseline-decay",
            [&](auto& k, auto& v) {
@@ -173,6 +181,13 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"checkpoint-every",
            [&](auto& k, auto& v) { o.checkpoint_every = static_cast<int>(parse_int(k, v, 1)); }},
           {"curve", [&](auto&, auto& v) { o.curve = v; }},
+          {"init",
+           [&](auto& k, auto& v) {
+             if (v != "none" && v != "expert") bad_param(k, v, "none or expert");
+             o.init = v;
+           }},
+          {"init-steps",
+           [&](auto& k, auto& v) { o.init_steps = static_cast<int>(parse_int(k, v, 1)); }},
           {"measure-cmd", [&](auto&, auto& v) { o.measure_cmd = v; }},
           {"progress-seconds",
            [&](auto& k, auto& v) { o.progress_seconds = parse_double(k, v, 0, true); }},
@@ -200,9 +215,16 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // 1. Grouping. Colocation groups merge only with groups allowed on the same devices.
   CoarseningOptions co;
   co.target_groups = options.groups;
+  co.merge_sole_consumer = options.sole_consumer != "off";
   co.op_weight.resize(graph.num_ops());
+  double total_weight = 0;
   for (size_t i = 0; i < graph.num_ops(); ++i) {
     co.op_weight[i] = costs.fastest_time_s(OpId::from_index(i));
+    total_weight += co.op_weight[i];
+  }
+  // No sole-consumer merge may build a group heavier than the average group at the target count.
+  if (options.sole_consumer == "limited") {
+    co.sole_consumer_max_weight = total_weight / static_cast<double>(options.groups);
   }
   {
     std::map<std::vector<DeviceId>, uint32_t> class_of_set;
@@ -257,6 +279,29 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
     state = std::move(loaded);
     run.resumed = true;
+  }
+  if (!run.resumed && options.init == "expert") {
+    if (!request.expert) {
+      throw ConfigError(fmt::format(
+          "placer 'rl': --param init=expert: graph '{}' has no expert placement for cluster '{}'; "
+          "pass one with --placement FILE",
+          graph.name(), cluster.name()));
+    }
+    // Each group takes the device holding most of its compute in the expert placement (among the
+    // devices the group may use), then the policy learns to reproduce that sequence.
+    std::vector<int32_t> target(G, -1);
+    for (int g = 0; g < G; ++g) {
+      std::vector<double> votes(D, 0.0);
+      for (OpId op : coarse.group_ops[g]) {
+        votes[(*request.expert)[op].value()] += costs.fastest_time_s(op) + 1e-12;
+      }
+      for (int d = 0; d < D; ++d) {
+        if (!features.allowed[static_cast<size_t>(g) * D + d]) continue;
+        if (target[g] < 0 || votes[d] > votes[target[g]]) target[g] = d;
+      }
+    }
+    const std::vector<double> one = {1.0};
+    for (int i = 0; i < options.init_steps; ++i) policy.update(target, one, 0.0);
   }
 
   // 3. Reward source.
@@ -353,15 +398,16 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         const double d = reward_of(penalised[k]) - mean_reward;
         var += d * d / (K - 1);
       }
-      const double scale = 1.0 / (std::sqrt(var) + 1e-3);
+      // The floor keeps a batch of (nearly) identical placements from blowing up rounding noise.
+      const double scale = 1.0 / std::max(std::sqrt(var), 0.01 * std::abs(mean_reward) + 1e-12);
       for (double& a : advantages) a *= scale;
     }
+    const double progress = options.entropy_samples > 0
+                                ? std::min(1.0, static_cast<double>(state.samples) /
+                                                    static_cast<double>(options.entropy_samples))
+                                : 1.0;
     const double entropy_weight =
-        options.entropy_samples > 0
-            ? options.entropy_weight *
-                  std::max(0.0, 1.0 - static_cast<double>(state.samples) /
-                                          static_cast<double>(options.entropy_samples))
-            : 0.0;
+        options.entropy_weight + (options.entropy_final - options.entropy_weight) * progress;
 
     t0 = Clock::now();
     const UpdateStats stats = policy.update(actions, advantages, entropy_weight);

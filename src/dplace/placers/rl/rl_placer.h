@@ -29,15 +29,22 @@
 namespace dplace::rl {
 
 struct RlOptions {
-  size_t groups = 256;        // coarse groups placed by the policy. Default: 256.
+  size_t groups = 256;  // coarse groups placed by the policy. Default: 256.
+  // The paper's merge of an op into its sole consumer: "full" (as in the paper), "limited" (no
+  // merge builds a group heavier than the average group at `groups`), or "off".
+  // Default: full (see docs/rl.md).
+  std::string sole_consumer = "full";
   int batch = 16;             // K placements sampled per update. Default: 16.
   int64_t max_samples = 0;    // stop after this many samples in total (0: budget only). Default: 0.
   int hidden = 64;            // LSTM / attention width. Default: 64 (see docs/rl.md).
   int device_embedding = 16;  // Default: 16.
-  double learning_rate = 0.003;    // Adam. Default: 0.003.
-  double grad_clip = 1.0;          // global gradient-norm cap; 0: off. Default: 1.0.
-  double entropy_weight = 0.01;    // entropy bonus at the start. Default: 0.01.
-  int64_t entropy_samples = 2000;  // the bonus falls linearly to 0 over this many samples.
+  double learning_rate = 0.003;  // Adam. Default: 0.003.
+  double grad_clip = 1.0;        // global gradient-norm cap; 0: off. Default: 1.0.
+  // Entropy bonus (per group decision, next to advantages of unit scale): entropy_weight at the
+  // start, falling linearly to entropy_final over the first entropy_samples samples.
+  double entropy_weight = 0.01;    // Default: 0.01.
+  double entropy_final = 0;        // Default: 0.
+  int64_t entropy_samples = 2000;  // Default: 2000.
   double baseline_decay = 0.5;     // EMA baseline b <- decay * b + (1 - decay) * mean reward.
   // Divide the advantages (reward - baseline) by the batch's reward standard deviation, so that
   // the step size does not shrink as the rewards of a converging policy get closer. Default: on.
@@ -46,18 +53,24 @@ struct RlOptions {
   // (all ops serially on their slowest devices plus every tensor sent serially to every other
   // device over the slowest link), so that any feasible placement is better. Default: 0.
   double oom_step_time_s = 0;
-  size_t threads = 0;           // evaluation workers; 0: hardware concurrency. Default: 0.
-  std::string checkpoint;       // resume from / save to this file; empty: none. Default: none.
-  int checkpoint_every = 25;    // updates between checkpoint saves (and one at the end).
-  std::string curve;            // learning-curve CSV path; empty: none. Default: none.
+  size_t threads = 0;         // evaluation workers; 0: hardware concurrency. Default: 0.
+  std::string checkpoint;     // resume from / save to this file; empty: none. Default: none.
+  int checkpoint_every = 25;  // updates between checkpoint saves (and one at the end).
+  std::string curve;          // learning-curve CSV path; empty: none. Default: none.
+  // Warm start (not in the paper): "expert" first trains the policy by maximum likelihood to
+  // reproduce PlaceRequest::expert (the model's expert placement, or --placement FILE) projected
+  // onto the groups, for init_steps Adam steps; "none" starts from random weights.
+  std::string init = "none";    // Default: none.
+  int init_steps = 200;         // Default: 200.
   std::string measure_cmd;      // external reward command (see reward.h); empty: the simulator.
   double progress_seconds = 2;  // seconds between progress lines (with --progress).
 };
 
-// Reads options from --param key=value pairs. Keys: groups, batch, samples, hidden,
-// embedding, lr, clip, entropy, entropy-samples, baseline-decay, oom-time, threads, checkpoint,
-// checkpoint-every, curve, measure-cmd, progress-seconds. Throws ConfigError for an unknown key or
-// a bad value, naming both.
+// Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/limited/off),
+// batch, samples, hidden, embedding, lr, clip, entropy, entropy-final, entropy-samples,
+// baseline-decay, oom-time, threads, checkpoint, checkpoint-every, curve, init (none/expert),
+// init-steps, measure-cmd, progress-seconds. Throws ConfigError for an unknown key or a bad value,
+// naming both.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).
