@@ -7,6 +7,9 @@ void register_builtin_placers() {
   register_partition_placers();
   register_sched_placers();
   register_search_placers();
+#ifdef DPLACE_WITH_TORCH
+  register_rl_placers();
+#endif
 }
 
 }  // namespace dplace

@@ -24,5 +24,7 @@ void register_partition_placers();
 void register_sched_placers();
 // search/: anneal (simulated annealing with the simulator as objective).
 void register_search_placers();
+// rl/: rl (reinforcement learning; only when built with DPLACE_WITH_TORCH).
+void register_rl_placers();
 
 }  // namespace dplace

@@ -157,6 +157,8 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
                bad_param(k, v, "full, limited or off");
              o.sole_consumer = v;
            }},
+          {"sole-consumer-limit",
+           [&](auto& k, auto& v) { o.sole_consumer_limit = parse_double(k, v, 0, false); }},
           {"batch", [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1)); }},
           {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
           {"hidden", [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1)); }},
@@ -222,9 +224,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     co.op_weight[i] = costs.fastest_time_s(OpId::from_index(i));
     total_weight += co.op_weight[i];
   }
-  // No sole-consumer merge may build a group heavier than the average group at the target count.
+  // No sole-consumer merge may build a group heavier than sole_consumer_limit times the average
+  // group at the target count.
   if (options.sole_consumer == "limited") {
-    co.sole_consumer_max_weight = total_weight / static_cast<double>(options.groups);
+    co.sole_consumer_max_weight =
+        options.sole_consumer_limit * total_weight / static_cast<double>(options.groups);
   }
   {
     std::map<std::vector<DeviceId>, uint32_t> class_of_set;
@@ -280,6 +284,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     state = std::move(loaded);
     run.resumed = true;
   }
+  std::vector<int32_t> warm_start;  // the expert projected onto the groups (init=expert)
   if (!run.resumed && options.init == "expert") {
     if (!request.expert) {
       throw ConfigError(fmt::format(
@@ -302,6 +307,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
     const std::vector<double> one = {1.0};
     for (int i = 0; i < options.init_steps; ++i) policy.update(target, one, 0.0);
+    warm_start = std::move(target);
   }
 
   // 3. Reward source.
@@ -323,6 +329,17 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       p.device_of_op[i] = DeviceId::from_index(group_devices[coarse.group_of_op[i].value()]);
     }
   };
+
+  // The warm start's own placement is the first candidate for the best placement.
+  if (!warm_start.empty()) {
+    Placement& p = placements.front();
+    fill(p, warm_start.data());
+    std::vector<Outcome> one(1);
+    source->evaluate(std::span<const Placement>(&p, 1), one);
+    run.warm_start_step_time_s = one[0].feasible ? one[0].step_time_s : oom_time_s;
+    state.best_step_time_s = run.warm_start_step_time_s;
+    state.best_actions = warm_start;
+  }
 
   std::vector<double> uniforms(static_cast<size_t>(K) * G);
   std::vector<int32_t> actions;
@@ -480,11 +497,15 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   run.result.note = fmt::format(
       "rl: {} groups, {} samples ({:.1f}/s, policy {:.0f}% / evaluation {:.0f}% of the time), "
-      "{} updates{}",
+      "{} updates{}; groups: {} colocation, {} after the sole-consumer merge",
       G, state.samples - samples_at_start, sps,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      state.updates, run.resumed ? " (resumed from checkpoint)" : "");
+      state.updates, run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups, run.after_sole_consumer);
+  if (!warm_start.empty()) {
+    run.result.note += fmt::format("; warm start (expert on the groups) {}",
+                                   format_time(run.warm_start_step_time_s));
+  }
   if (!run.curve.empty()) print_progress(run.curve.back(), true);
   return run;
 }

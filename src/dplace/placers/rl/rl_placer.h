@@ -31,9 +31,10 @@ namespace dplace::rl {
 struct RlOptions {
   size_t groups = 256;  // coarse groups placed by the policy. Default: 256.
   // The paper's merge of an op into its sole consumer: "full" (as in the paper), "limited" (no
-  // merge builds a group heavier than the average group at `groups`), or "off".
-  // Default: full (see docs/rl.md).
-  std::string sole_consumer = "full";
+  // merge builds a group heavier than sole_consumer_limit times the average group at `groups`),
+  // or "off". Default: limited (see docs/rl.md for the measurements behind both defaults).
+  std::string sole_consumer = "limited";
+  double sole_consumer_limit = 64;  // Default: 64.
   int batch = 16;             // K placements sampled per update. Default: 16.
   int64_t max_samples = 0;    // stop after this many samples in total (0: budget only). Default: 0.
   int hidden = 64;            // LSTM / attention width. Default: 64 (see docs/rl.md).
@@ -67,7 +68,7 @@ struct RlOptions {
 };
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/limited/off),
-// batch, samples, hidden, embedding, lr, clip, entropy, entropy-final, entropy-samples,
+// sole-consumer-limit, batch, samples, hidden, embedding, lr, clip, entropy, entropy-final, entropy-samples,
 // baseline-decay, oom-time, threads, checkpoint, checkpoint-every, curve, init (none/expert),
 // init-steps, measure-cmd, progress-seconds. Throws ConfigError for an unknown key or a bad value,
 // naming both.
@@ -103,6 +104,7 @@ struct RlRun {
   std::vector<int32_t> best_group_devices;  // device index per coarse group
   std::vector<int32_t> greedy_group_devices;
   double greedy_step_time_s = 0;  // penalised
+  double warm_start_step_time_s = 0;  // penalised; init=expert only
   bool resumed = false;
   std::vector<CurvePoint> curve;  // this call's updates
 };

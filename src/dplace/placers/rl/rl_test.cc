@@ -237,7 +237,8 @@ TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
   ASSERT_NEAR(sim_fast.step_time_s, 2e-3, 1e-9);
 
   // With the default penalty the best feasible placement, both groups on the CPU (20 ms), wins.
-  const RlRun r = run(p, 3, {{"samples", "160"}, {"batch", "8"}});
+  // (The paper's full sole-consumer merge gives the two groups this test is built around.)
+  const RlRun r = run(p, 3, {{"samples", "160"}, {"batch", "8"}, {"sole-consumer", "full"}});
   EXPECT_EQ(r.num_groups, 2u);
   EXPECT_TRUE(r.best_feasible);
   const SimResult sim = p.simulator.run(r.result.placement);
@@ -246,7 +247,8 @@ TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
   EXPECT_NEAR(r.greedy_step_time_s, 20e-3, 1e-9);
 
   // The penalty is what matters: charge OOM placements only 0.1 ms and the policy prefers them.
-  const RlRun cheap = run(p, 3, {{"samples", "160"}, {"batch", "8"}, {"oom-time", "1e-4"}});
+  const RlRun cheap = run(
+      p, 3, {{"samples", "160"}, {"batch", "8"}, {"sole-consumer", "full"}, {"oom-time", "1e-4"}});
   EXPECT_FALSE(cheap.best_feasible);
   EXPECT_NEAR(cheap.best_step_time_s, 1e-4, 1e-12);
 }
