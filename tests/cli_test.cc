@@ -1,6 +1,7 @@
 // End-to-end tests of the dplace binary: exit codes, one-line errors, JSON output, determinism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -195,6 +196,41 @@ TEST(CliTest, MalformedClusterCorpusIsRejectedCleanly) {
   }
   EXPECT_GE(checked, 3);
 }
+
+#ifdef DPLACE_WITH_TORCH
+// The rl placer end to end: a fixed sample count makes the run deterministic and quick, and the
+// placement it writes simulates to the step time it reported.
+TEST(CliTest, RlPlacerRunsDeterministicallyAndWritesItsCurve) {
+  const std::string out = (temp_dir() / "rl.json").string();
+  const std::string curve = (temp_dir() / "rl_curve.csv").string();
+  const std::string args =
+      "place two_tower --cluster paper-k80x2 --placer rl --seed 3 --param samples=64 "
+      "--param batch=8 --json --param curve=" +
+      curve;
+  RunResult a = run(args + " -o " + out);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  RunResult b = run(args);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  Json ja = Json::parse(a.out), jb = Json::parse(b.out);
+  EXPECT_EQ(ja["step_time_s"], jb["step_time_s"]);
+  EXPECT_EQ(ja["evaluations"], 65);  // 64 samples + the final greedy decoding
+  RunResult simulated =
+      run("simulate two_tower --cluster paper-k80x2 --placement " + out + " --json");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_EQ(ja["step_time_s"], Json::parse(simulated.out)["step_time_s"]);
+  const std::string csv = read_all(curve);
+  EXPECT_EQ(csv.rfind("update,samples,", 0), 0u) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 8);  // header + one row per update
+}
+
+TEST(CliTest, RlPlacerBadParamIsOneLineExit2) {
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer rl --param batch=zero"),
+                        "batch");
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer rl --param measure-cmd=true"),
+      "{placement}");
+}
+#endif
 
 }  // namespace
 }  // namespace dplace

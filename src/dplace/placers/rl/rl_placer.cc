@@ -501,7 +501,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       G, state.samples - samples_at_start, sps,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      state.updates, run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups, run.after_sole_consumer);
+      state.updates, run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups,
+      run.after_sole_consumer);
   if (!warm_start.empty()) {
     run.result.note += fmt::format("; warm start (expert on the groups) {}",
                                    format_time(run.warm_start_step_time_s));

@@ -35,7 +35,7 @@ struct RlOptions {
   // or "off". Default: limited (see docs/rl.md for the measurements behind both defaults).
   std::string sole_consumer = "limited";
   double sole_consumer_limit = 64;  // Default: 64.
-  int batch = 16;             // K placements sampled per update. Default: 16.
+  int batch = 16;                   // K placements sampled per update. Default: 16.
   int64_t max_samples = 0;    // stop after this many samples in total (0: budget only). Default: 0.
   int hidden = 64;            // LSTM / attention width. Default: 64 (see docs/rl.md).
   int device_embedding = 16;  // Default: 16.
@@ -68,10 +68,10 @@ struct RlOptions {
 };
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/limited/off),
-// sole-consumer-limit, batch, samples, hidden, embedding, lr, clip, entropy, entropy-final, entropy-samples,
-// baseline-decay, oom-time, threads, checkpoint, checkpoint-every, curve, init (none/expert),
-// init-steps, measure-cmd, progress-seconds. Throws ConfigError for an unknown key or a bad value,
-// naming both.
+// sole-consumer-limit, batch, samples, hidden, embedding, lr, clip, entropy, entropy-final,
+// entropy-samples, baseline-decay, oom-time, threads, checkpoint, checkpoint-every, curve, init
+// (none/expert), init-steps, measure-cmd, progress-seconds. Throws ConfigError for an unknown key
+// or a bad value, naming both.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).
@@ -103,7 +103,7 @@ struct RlRun {
   bool best_feasible = false;
   std::vector<int32_t> best_group_devices;  // device index per coarse group
   std::vector<int32_t> greedy_group_devices;
-  double greedy_step_time_s = 0;  // penalised
+  double greedy_step_time_s = 0;      // penalised
   double warm_start_step_time_s = 0;  // penalised; init=expert only
   bool resumed = false;
   std::vector<CurvePoint> curve;  // this call's updates
