@@ -574,19 +574,25 @@ Policy::Policy(const PolicyConfig& config, std::span<const float> features,
   DPLACE_CHECK(features.size() == static_cast<size_t>(config.num_groups) * config.feature_dim);
   DPLACE_CHECK(allowed.size() == static_cast<size_t>(config.num_groups) * config.num_devices);
   impl_->config = config;
-  {
-    std::lock_guard<std::mutex> lock(init_mutex());
-    torch::manual_seed(config.seed);
-    impl_->params = Params(config);
-  }
-  impl_->optimizer = std::make_unique<torch::optim::Adam>(
-      impl_->params->parameters(), torch::optim::AdamOptions(config.learning_rate));
+  reinitialize(config.seed);
   impl_->features.assign(features.begin(), features.end());
   impl_->mask.resize(allowed.size());
   for (size_t i = 0; i < allowed.size(); ++i) impl_->mask[i] = allowed[i] ? 0.0f : kMaskedLogit;
 }
 
 Policy::~Policy() = default;
+
+void Policy::reinitialize(uint64_t seed) {
+  {
+    std::lock_guard<std::mutex> lock(init_mutex());
+    torch::manual_seed(seed);
+    impl_->params = Params(impl_->config);
+  }
+  impl_->optimizer = std::make_unique<torch::optim::Adam>(
+      impl_->params->parameters(), torch::optim::AdamOptions(impl_->config.learning_rate));
+  ++impl_->version;
+  impl_->trace.valid = false;
+}
 
 void Policy::sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions) {
   DPLACE_CHECK(batch > 0 &&
@@ -668,10 +674,12 @@ void Policy::save(const std::string& path, const TrainerState& state) const {
                            torch::kInt64));
   int64_t fingerprint;
   std::memcpy(&fingerprint, &state.fingerprint, sizeof fingerprint);
-  root.write("state_ints",
-             torch::tensor(std::vector<int64_t>{state.updates, state.samples,
-                                                state.has_baseline ? 1 : 0, fingerprint},
-                           torch::kInt64));
+  root.write(
+      "state_ints",
+      torch::tensor(std::vector<int64_t>{state.updates, state.samples, state.has_baseline ? 1 : 0,
+                                         fingerprint, state.restarts, state.samples_at_restart,
+                                         state.stalled_updates},
+                    torch::kInt64));
   root.write(
       "state_doubles",
       torch::tensor(std::vector<double>{state.baseline, state.best_step_time_s, state.elapsed_s},
@@ -715,11 +723,18 @@ TrainerState Policy::load(const std::string& path) {
     root.read("state_ints", ints);
     root.read("state_doubles", doubles);
     root.read("best_actions", best);
+    if (ints.numel() != 7) {
+      throw ConfigError(
+          fmt::format("checkpoint '{}': not written by this version of dplace", path));
+    }
     state.updates = ints[0].item<int64_t>();
     state.samples = ints[1].item<int64_t>();
     state.has_baseline = ints[2].item<int64_t>() != 0;
     const int64_t fingerprint = ints[3].item<int64_t>();
     std::memcpy(&state.fingerprint, &fingerprint, sizeof fingerprint);
+    state.restarts = ints[4].item<int64_t>();
+    state.samples_at_restart = ints[5].item<int64_t>();
+    state.stalled_updates = ints[6].item<int64_t>();
     state.baseline = doubles[0].item<double>();
     state.best_step_time_s = doubles[1].item<double>();
     state.elapsed_s = doubles[2].item<double>();

@@ -56,6 +56,9 @@ struct TrainerState {
   std::vector<int32_t> best_actions;  // one device index per group; empty: none yet
   double elapsed_s = 0;               // wall time spent before this run
   uint64_t fingerprint = 0;           // identifies graph, grouping and configuration
+  int64_t restarts = 0;               // policy restarts so far (see RlOptions::restart_patience)
+  int64_t samples_at_restart = 0;     // `samples` when the current policy started
+  int64_t stalled_updates = 0;        // consecutive converged updates without a new best
 };
 
 struct UpdateStats {
@@ -80,6 +83,8 @@ class Policy {
   void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions);
   // The most likely device of each group, chosen step by step (greedy decoding).
   std::vector<int32_t> greedy();
+  // Fresh weights drawn with `seed` and a fresh Adam state: the policy starts over.
+  void reinitialize(uint64_t seed);
 
   // One REINFORCE step with Adam on
   //   loss = -mean_k(advantage_k * log p(actions_k)) - entropy_weight * mean_k(entropy_k),

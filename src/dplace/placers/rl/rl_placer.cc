@@ -97,13 +97,13 @@ void write_curve(const std::string& path, const std::vector<CurvePoint>& curve, 
   if (!out) throw ConfigError(fmt::format("--param curve={}: cannot write the file", path));
   if (!exists) {
     out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
-           "oom_fraction,entropy,baseline,policy_s,evaluate_s\n";
+           "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts\n";
   }
   for (const CurvePoint& p : curve) {
-    out << fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g}\n",
+    out << fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g},{}\n",
                        p.update, p.samples, p.elapsed_s, p.mean_step_time_s,
                        p.batch_best_step_time_s, p.best_step_time_s, p.oom_fraction, p.entropy,
-                       p.baseline, p.policy_s, p.evaluate_s);
+                       p.baseline, p.policy_s, p.evaluate_s, p.restarts);
   }
 }
 
@@ -160,6 +160,9 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"sole-consumer-limit",
            [&](auto& k, auto& v) { o.sole_consumer_limit = parse_double(k, v, 0, false); }},
           {"batch", [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1)); }},
+          {"restart-patience", [&](auto& k, auto& v) { o.restart_patience = parse_int(k, v, 0); }},
+          {"restart-entropy",
+           [&](auto& k, auto& v) { o.restart_entropy = parse_double(k, v, 0, false); }},
           {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
           {"hidden", [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1)); }},
           {"embedding",
@@ -356,12 +359,12 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     const double total = std::max(p.policy_s + p.evaluate_s, 1e-12);
     fmt::print(stderr,
                "rl: update {} samples {} ({:.1f}/s) best {} mean {} oom {:.0f}% entropy {:.3f} "
-               "policy {:.0f}% evaluate {:.0f}%\n",
+               "policy {:.0f}% evaluate {:.0f}% restarts {}\n",
                p.update, p.samples,
                static_cast<double>(p.samples - samples_at_start) / std::max(now, 1e-9),
                format_time(p.best_step_time_s), format_time(p.mean_step_time_s),
                100 * p.oom_fraction, p.entropy, 100 * p.policy_s / total,
-               100 * p.evaluate_s / total);
+               100 * p.evaluate_s / total, p.restarts);
   };
   auto save_checkpoint = [&] {
     if (options.checkpoint.empty()) return;
@@ -388,6 +391,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     source->evaluate(placements, outcomes);
     run.evaluate_seconds += seconds_since(t0);
 
+    const double best_before = state.best_actions.empty() ? INFINITY : state.best_step_time_s;
     double mean_reward = 0;
     double mean_time = 0;
     double batch_best = INFINITY;
@@ -419,10 +423,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       const double scale = 1.0 / std::max(std::sqrt(var), 0.01 * std::abs(mean_reward) + 1e-12);
       for (double& a : advantages) a *= scale;
     }
-    const double progress = options.entropy_samples > 0
-                                ? std::min(1.0, static_cast<double>(state.samples) /
-                                                    static_cast<double>(options.entropy_samples))
-                                : 1.0;
+    const double progress =
+        options.entropy_samples > 0
+            ? std::min(1.0, static_cast<double>(state.samples - state.samples_at_restart) /
+                                static_cast<double>(options.entropy_samples))
+            : 1.0;
     const double entropy_weight =
         options.entropy_weight + (options.entropy_final - options.entropy_weight) * progress;
 
@@ -434,6 +439,24 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         options.baseline_decay * state.baseline + (1 - options.baseline_decay) * mean_reward;
     state.samples += K;
     ++state.updates;
+
+    // Restart: a policy that has converged (entropy below restart_entropy) and has not found a
+    // new best for restart_patience updates starts over from fresh weights; the best is kept.
+    const bool improved = state.best_step_time_s < best_before;
+    bool restarted = false;
+    if (options.restart_patience > 0) {
+      const bool stalled = stats.entropy < options.restart_entropy && !improved;
+      state.stalled_updates = stalled ? state.stalled_updates + 1 : 0;
+      if (state.stalled_updates >= options.restart_patience) {
+        ++state.restarts;
+        state.samples_at_restart = state.samples;
+        state.stalled_updates = 0;
+        state.has_baseline = false;
+        policy.reinitialize(request.seed +
+                            0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts));
+        restarted = true;
+      }
+    }
 
     CurvePoint p;
     p.update = state.updates;
@@ -447,8 +470,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     p.baseline = state.baseline;
     p.policy_s = run.policy_seconds;
     p.evaluate_s = run.evaluate_seconds;
+    p.restarts = state.restarts;
     run.curve.push_back(p);
-    print_progress(p, false);
+    print_progress(p, restarted);
 
     if (state.updates % options.checkpoint_every == 0) save_checkpoint();
     if (!options.curve.empty() && run.curve.size() - curve_written >= 50) {
@@ -497,12 +521,12 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   run.result.note = fmt::format(
       "rl: {} groups, {} samples ({:.1f}/s, policy {:.0f}% / evaluation {:.0f}% of the time), "
-      "{} updates{}; groups: {} colocation, {} after the sole-consumer merge",
+      "{} updates, {} restarts{}; groups: {} colocation, {} after the sole-consumer merge",
       G, state.samples - samples_at_start, sps,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      state.updates, run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups,
-      run.after_sole_consumer);
+      state.updates, state.restarts, run.resumed ? " (resumed from checkpoint)" : "",
+      run.colocation_groups, run.after_sole_consumer);
   if (!warm_start.empty()) {
     run.result.note += fmt::format("; warm start (expert on the groups) {}",
                                    format_time(run.warm_start_step_time_s));

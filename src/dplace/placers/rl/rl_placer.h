@@ -8,7 +8,8 @@
 //     average baseline; K placements sampled per update in one batched forward pass and evaluated
 //     concurrently (simulator or --param measure-cmd); OOM placements get a fixed large step time;
 //     Adam with gradient-norm clipping; an entropy bonus that decays to zero; the best placement
-//     ever seen (and the final greedy decoding, if better) is returned.
+//     ever seen (and the final greedy decoding, if better) is returned. A converged policy that
+//     stops finding better placements restarts from fresh weights (restart_patience).
 //
 // Options come from PlaceRequest::params (the CLI's --param key=value); rl_options_from_params
 // lists them. Determinism: for one seed, the sequence of sampled placements, the learning curve
@@ -47,6 +48,12 @@ struct RlOptions {
   double entropy_final = 0;        // Default: 0.
   int64_t entropy_samples = 2000;  // Default: 2000.
   double baseline_decay = 0.5;     // EMA baseline b <- decay * b + (1 - decay) * mean reward.
+  // Restarts (not in the paper): once the policy has converged (mean per-decision entropy below
+  // restart_entropy nats) and restart_patience consecutive updates found no new best, it starts
+  // over from fresh weights (seeded from the seed and the restart count), a new baseline and a new
+  // entropy schedule, keeping the best placement. 0: never. Default: 100 updates, 0.01 nats.
+  int64_t restart_patience = 100;
+  double restart_entropy = 0.01;
   // Divide the advantages (reward - baseline) by the batch's reward standard deviation, so that
   // the step size does not shrink as the rewards of a converging policy get closer. Default: on.
   bool normalize_advantages = true;
@@ -68,10 +75,10 @@ struct RlOptions {
 };
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/limited/off),
-// sole-consumer-limit, batch, samples, hidden, embedding, lr, clip, entropy, entropy-final,
-// entropy-samples, baseline-decay, oom-time, threads, checkpoint, checkpoint-every, curve, init
-// (none/expert), init-steps, measure-cmd, progress-seconds. Throws ConfigError for an unknown key
-// or a bad value, naming both.
+// sole-consumer-limit, batch, restart-patience, restart-entropy, samples, hidden, embedding, lr,
+// clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time, threads, checkpoint,
+// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, progress-seconds. Throws
+// ConfigError for an unknown key or a bad value, naming both.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).
@@ -87,6 +94,7 @@ struct CurvePoint {
   double baseline = 0;                // after the update
   double policy_s = 0;                // cumulative time in sampling + updates
   double evaluate_s = 0;              // cumulative time evaluating placements
+  int64_t restarts = 0;               // policy restarts so far
 };
 
 struct RlRun {

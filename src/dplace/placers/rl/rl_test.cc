@@ -227,6 +227,38 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
   std::filesystem::remove(curve);
 }
 
+TEST(RlPlacerTest, RestartsAConvergedPolicyAndKeepsTheBest) {
+  const auto p = two_towers();
+  const std::map<std::string, std::string> params = {
+      {"samples", "960"}, {"batch", "8"}, {"restart-patience", "5"}, {"restart-entropy", "0.1"}};
+  const RlRun r = run(*p, 4, params);
+  ASSERT_GE(r.curve.back().restarts, 1);
+  EXPECT_NEAR(r.best_step_time_s, 4e-3, 1e-12);
+  // The update that restarts has converged; the next one samples from fresh weights, whose
+  // entropy is back near the start's.
+  for (size_t i = 1; i + 1 < r.curve.size(); ++i) {
+    if (r.curve[i].restarts != r.curve[i - 1].restarts) {
+      EXPECT_LT(r.curve[i].entropy, 0.1);
+      EXPECT_GT(r.curve[i + 1].entropy, 0.5 * r.curve.front().entropy) << "update " << i + 2;
+    }
+  }
+  // Restarts are part of the resumable state: stopping at 480 samples and resuming gives the
+  // same run as going straight to 960.
+  const std::string ckpt = temp_path("rl-restart-ckpt");
+  std::filesystem::remove(ckpt);
+  auto half = params;
+  half["samples"] = "480";
+  half["checkpoint"] = ckpt;
+  run(*p, 4, half);
+  auto rest = params;
+  rest["checkpoint"] = ckpt;
+  const RlRun resumed = run(*p, 4, rest);
+  EXPECT_TRUE(resumed.resumed);
+  expect_same_learning(std::vector<CurvePoint>(r.curve.begin() + 60, r.curve.end()), resumed.curve);
+  EXPECT_EQ(resumed.curve.back().restarts, r.curve.back().restarts);
+  std::filesystem::remove(ckpt);
+}
+
 TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
   Problem p(oom_chain_graph(), toy_cluster(10'000'000'000));
   // Both groups on /gpu:0 is fastest (2 ms) but needs 12 GB of a 10 GB GPU.
