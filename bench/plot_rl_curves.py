@@ -38,11 +38,22 @@ def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def binned(rows, bins=300):
+    """At most `bins` points per curve: the batch mean averaged and the best-so-far taken at the
+    end of each run of updates, so the SVG stays small for curves of 10,000+ updates."""
+    step = max(1, math.ceil(len(rows) / bins))
+    xs, best, mean = [], [], []
+    for i in range(0, len(rows), step):
+        chunk = rows[i:i + step]
+        xs.append(float(chunk[-1]["elapsed_s"]))
+        best.append(float(chunk[-1]["best_step_time_s"]) * 1e3)
+        mean.append(sum(float(r["mean_step_time_s"]) for r in chunk) * 1e3 / len(chunk))
+    return xs, best, mean
+
+
 def panel(ox, oy, w, curve_rows):
     out = []
-    xs = [float(r["elapsed_s"]) for r in curve_rows]
-    best = [float(r["best_step_time_s"]) * 1e3 for r in curve_rows]
-    mean = [float(r["mean_step_time_s"]) * 1e3 for r in curve_rows]
+    xs, best, mean = binned(curve_rows)
     by_name = {r["placer"]: r for r in w["classic"] if "step_time_s" in r}
     refs = []
     expert = by_name.get("expert")
@@ -69,6 +80,8 @@ def panel(ox, oy, w, curve_rows):
         return oy + MARGIN_T + ph * (1 - (y - lo) / (hi - lo))
 
     title = f"{w['model']} @ {w['cluster']}"
+    if "rl_budget_seconds" in w:
+        title += f" ({w['rl_budget_seconds']:g} s)"
     out.append(f'<text x="{ox + MARGIN_L}" y="{oy + 18}" font-size="13" '
                f'font-weight="bold">{esc(title)}</text>')
     out.append(f'<rect x="{ox + MARGIN_L}" y="{oy + MARGIN_T}" width="{pw}" height="{ph}" '
@@ -102,13 +115,11 @@ def panel(ox, oy, w, curve_rows):
                    f'y2="{y:.1f}" stroke="{color}" stroke-dasharray="5,4"/>')
         out.append(f'<text x="{ox + MARGIN_L + pw - 4}" y="{y - 4:.1f}" font-size="10" '
                    f'fill="{color}" text-anchor="end">{esc(name)} {v:.1f}</text>')
-    rl_best = best[-1] if best else float("nan")
     out.append(f'<text x="{ox + MARGIN_L + 6}" y="{ly}" font-size="10" fill="#1f77b4">'
                f'rl best {w["rl"]["step_time_s"] * 1e3:.1f} ms, '
                f'{w["rl"]["evaluations"]} samples</text>')
     out.append(f'<text x="{ox + MARGIN_L + 6}" y="{ly + 13}" font-size="10" fill="#6baed6">'
                f'batch mean</text>')
-    del rl_best
     return out
 
 
@@ -125,7 +136,7 @@ def main():
              f'font-family="sans-serif">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
              f'<text x="8" y="16" font-size="12">dplace rl placer: learning curves '
-             f'(seed {summary["seed"]}, budget {summary["budget_seconds"]:g} s)</text>']
+             f'(seed {summary["seed"]}; batch mean averaged over runs of updates)</text>']
     for i, w in enumerate(workloads):
         with open(os.path.join(base, w["curve"])) as f:
             curve_rows = list(csv.DictReader(f))

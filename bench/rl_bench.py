@@ -45,6 +45,11 @@ def run(cmd, log_path=None):
     return json.loads(proc.stdout), seconds
 
 
+def faster_or_slower(t, reference):
+    change = (1 - t / reference) * 100
+    return f"{change:.1f}% faster" if change >= 0 else f"{-change:.1f}% slower"
+
+
 def fmt_ms(seconds):
     return f"{seconds * 1e3:.1f}"
 
@@ -60,6 +65,8 @@ def main():
     ap.add_argument("--skip-classic", action="store_true",
                     help="reuse the classic rows of an earlier OUT/summary.json")
     ap.add_argument("--svg", default="docs/rl_learning_curves.svg")
+    ap.add_argument("--render-only", action="store_true",
+                    help="only redraw the table and SVG from OUT/summary.json")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -70,7 +77,10 @@ def main():
             previous = {(w["model"], w["cluster"]): w for w in json.load(f)["workloads"]}
 
     workloads = []
-    for spec in args.workloads.split(","):
+    if args.render_only:
+        with open(summary_path) as f:
+            workloads = json.load(f)["workloads"]
+    for spec in ([] if args.render_only else args.workloads.split(",")):
         spec, _, seconds = spec.partition(":")
         budget = float(seconds) if seconds else args.budget_seconds
         model, cluster = spec.split("@")
@@ -124,10 +134,10 @@ def main():
         expert = by_name.get("expert")
         vs_expert = "n/a"
         if expert and expert.get("feasible"):
-            vs_expert = f"{(1 - rl_t / expert['step_time_s']) * 100:+.1f}% faster"
+            vs_expert = faster_or_slower(rl_t, expert["step_time_s"])
         vs_best = "n/a"
         if best_classic:
-            vs_best = f"{(1 - rl_t / best_classic[1]) * 100:+.1f}% ({best_classic[0]})"
+            vs_best = f"{faster_or_slower(rl_t, best_classic[1])} ({best_classic[0]})"
         samples = rl.get("evaluations", 0)
         rate = samples / max(rl["placement_seconds"], 1e-9)
         lines.append(f"| {w['model']} @ {w['cluster']} | " + " | ".join(cells) +
