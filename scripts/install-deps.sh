@@ -11,6 +11,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libscotch-dev libmetis-dev coinor-libcbc-dev
   graphviz
+  python3  # tests/data/rl/fake_measure.py (the rl measure-cmd test), bench/*.py
 )
 if [[ "${1:-}" == "--fixtures" ]]; then
   packages+=(python3-torch python3-torchvision python3-onnx)
