@@ -1,6 +1,7 @@
 #include "dplace/cost/cost_model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -8,20 +9,6 @@
 #include "dplace/core/error.h"
 
 namespace dplace {
-
-namespace {
-
-// "gpu, /cpu:0" from op.devices.
-std::string join_devices(const Op& op) {
-  std::string out;
-  for (const std::string& d : op.devices) {
-    if (!out.empty()) out += ", ";
-    out += d;
-  }
-  return out;
-}
-
-}  // namespace
 
 double op_time_s(const Graph& graph, OpId id, const Device& device) {
   const Op& op = graph.op(id);
@@ -71,7 +58,7 @@ CostTable::CostTable(const Graph& graph, const Cluster& cluster)
     if (fastest_[i] == kInfiniteTime) {
       throw ConfigError(
           fmt::format("{}: op '{}': no device of cluster '{}' is allowed (devices: {})",
-                      graph.name(), op.name, cluster.name(), join_devices(op)));
+                      graph.name(), op.name, cluster.name(), fmt::join(op.devices, ", ")));
     }
   }
 
@@ -90,8 +77,8 @@ CostTable::CostTable(const Graph& graph, const Cluster& cluster)
         throw ConfigError(fmt::format(
             "{}: colocation group '{}': op '{}' (devices: {}) shares no allowed device of cluster "
             "'{}' with the group's earlier ops",
-            graph.name(), graph.group_name(gid), graph.op(id).name, join_devices(graph.op(id)),
-            cluster.name()));
+            graph.name(), graph.group_name(gid), graph.op(id).name,
+            fmt::join(graph.op(id).devices, ", "), cluster.name()));
       }
     }
     for (size_t d = 0; d < num_devices_; ++d) {

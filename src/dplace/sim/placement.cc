@@ -1,6 +1,7 @@
 #include "dplace/sim/placement.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "dplace/core/error.h"
 
@@ -24,19 +25,6 @@ Placement single_device_placement(const Graph& graph, DeviceId device) {
   return p;
 }
 
-namespace {
-
-std::string allowed_list(const Op& op) {
-  std::string out;
-  for (const std::string& d : op.devices) {
-    if (!out.empty()) out += ", ";
-    out += d;
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string placement_problem(const Graph& graph, const Cluster& cluster, const CostTable& costs,
                               const Placement& placement) {
   const size_t n = graph.num_ops();
@@ -57,7 +45,7 @@ std::string placement_problem(const Graph& graph, const Cluster& cluster, const 
     }
     if (!costs.allowed(id, d)) {
       return fmt::format("op '{}' is on '{}' but allows only {}", graph.op(id).name,
-                         cluster.device(d).name, allowed_list(graph.op(id)));
+                         cluster.device(d).name, fmt::join(graph.op(id).devices, ", "));
     }
   }
   for (size_t g = 0; g < graph.num_groups(); ++g) {

@@ -126,11 +126,7 @@ LatencyEvaluation evaluate_latency(const PipelineProblem& p,
   std::vector<int> touched;
   for (size_t k = 0; k < p.tensors.size(); ++k) {
     const PipelineTensor& t = p.tensors[k];
-    touched.clear();
-    touched.push_back(device_of_node[t.producer]);
-    for (uint32_t c : t.consumers) touched.push_back(device_of_node[c]);
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    devices_of_tensor(t, device_of_node, touched);
     if (touched.size() < 2) continue;
     for (int d : touched) {
       if (!p.types[type_of[d]].pays_communication) continue;

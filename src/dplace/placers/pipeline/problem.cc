@@ -218,6 +218,15 @@ PipelineProblem pipeline_problem_from_graph(const Graph& graph, const Cluster& c
   return p;
 }
 
+void devices_of_tensor(const PipelineTensor& tensor, const std::vector<int>& device_of_node,
+                       std::vector<int>& devices) {
+  devices.clear();
+  devices.push_back(device_of_node[tensor.producer]);
+  for (uint32_t c : tensor.consumers) devices.push_back(device_of_node[c]);
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+}
+
 PipelineEvaluation evaluate_pipeline(const PipelineProblem& problem,
                                      const std::vector<int>& device_of_node) {
   const int num_devices = problem.num_devices();
@@ -243,11 +252,7 @@ PipelineEvaluation evaluate_pipeline(const PipelineProblem& problem,
   }
   std::vector<int> touched;
   for (const PipelineTensor& t : problem.tensors) {
-    touched.clear();
-    touched.push_back(device_of_node[t.producer]);
-    for (uint32_t c : t.consumers) touched.push_back(device_of_node[c]);
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    devices_of_tensor(t, device_of_node, touched);
     if (touched.size() < 2) continue;
     for (int d : touched) {
       if (problem.types[type_of[d]].pays_communication) {

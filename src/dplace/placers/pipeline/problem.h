@@ -106,6 +106,11 @@ struct PipelineEvaluation {
   bool contiguous = false;  // see is_contiguous_assignment
 };
 
+// The distinct devices a tensor touches under an assignment (its producer's and its consumers'),
+// ascending, into `devices` (cleared first). The tensor crosses devices when there are two or more.
+void devices_of_tensor(const PipelineTensor& tensor, const std::vector<int>& device_of_node,
+                       std::vector<int>& devices);
+
 // The paper's throughput cost of an assignment node -> global device.
 // REQUIRES: device_of_node.size() == nodes.size(), every entry in [0, num_devices()).
 PipelineEvaluation evaluate_pipeline(const PipelineProblem& problem,

@@ -333,13 +333,18 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
   };
 
-  // The warm start's own placement is the first candidate for the best placement.
-  if (!warm_start.empty()) {
+  // Penalised step time of one group -> device assignment.
+  auto evaluate_one = [&](const std::vector<int32_t>& group_devices) {
     Placement& p = placements.front();
-    fill(p, warm_start.data());
+    fill(p, group_devices.data());
     std::vector<Outcome> one(1);
     source->evaluate(std::span<const Placement>(&p, 1), one);
-    run.warm_start_step_time_s = one[0].feasible ? one[0].step_time_s : oom_time_s;
+    return one[0].feasible ? one[0].step_time_s : oom_time_s;
+  };
+
+  // The warm start's own placement is the first candidate for the best placement.
+  if (!warm_start.empty()) {
+    run.warm_start_step_time_s = evaluate_one(warm_start);
     state.best_step_time_s = run.warm_start_step_time_s;
     state.best_actions = warm_start;
   }
@@ -486,16 +491,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
 
   // The greedy decoding of the final policy, returned if better than every sample.
   run.greedy_group_devices = policy.greedy();
-  {
-    Placement& p = placements.front();
-    fill(p, run.greedy_group_devices.data());
-    std::vector<Outcome> one(1);
-    source->evaluate(std::span<const Placement>(&p, 1), one);
-    run.greedy_step_time_s = one[0].feasible ? one[0].step_time_s : oom_time_s;
-    if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
-      state.best_step_time_s = run.greedy_step_time_s;
-      state.best_actions = run.greedy_group_devices;
-    }
+  run.greedy_step_time_s = evaluate_one(run.greedy_group_devices);
+  if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
+    state.best_step_time_s = run.greedy_step_time_s;
+    state.best_actions = run.greedy_group_devices;
   }
   save_checkpoint();
   if (!options.curve.empty() && (curve_written < run.curve.size() || !curve_appends)) {
