@@ -23,9 +23,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "dplace/core/error.h"
+#include "dplace/core/thread_pool.h"
 
 // Fortran BLAS, provided by the BLAS library LibTorch links (OpenBLAS with libopenblas0).
 extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
@@ -131,14 +133,40 @@ float* ptr(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
 enum class DecodeMode { kSample, kGreedy, kForced };
 
+// Encoder activations, shared by every sample of a batch.
+struct EncoderTrace {
+  std::vector<float> X, Ge, Ce, TCe, enc, keys;
+};
+
+// Decoder activations of one chunk of samples (rows t * batch + k), and the buffers and partial
+// results of its backward pass; kept between updates so that the buffers are reused.
+struct ChunkTrace {
+  int first = 0;  // index of the chunk's first sample in the batch
+  int batch = 0;  // samples in the chunk
+  std::vector<int32_t> actions;  // batch x G, sample-major
+  std::vector<float> Gd, Cd, TCd, HC, A, U, Pr;
+  std::vector<float> h0, scores, logits;
+  std::vector<int32_t> prev;
+  // Backward buffers.
+  std::vector<float> dl, du, dhc, da, dz, dh_next, dc_next, dproj;
+  // Backward results: gradients of the decoder-side parameters (indices of ParamsImpl::list();
+  // the encoder-side entries stay zero), the gradient reaching the encoder outputs, the attention
+  // keys and the encoder's final state, and the chunk's terms of the loss.
+  std::vector<std::vector<float>> grads;
+  std::vector<float> denc, dkeys, dh_final, dc_final;
+  double log_prob_term = 0;
+  double entropy_sum = 0;
+};
+
 // Activations of one batch (see the file comment).
 struct Trace {
   int batch = 0;
   uint64_t version = 0;  // of the weights that produced it
   bool valid = false;
   std::vector<int32_t> actions;  // batch x G, sample-major
-  std::vector<float> X, Ge, Ce, TCe, enc, keys;
-  std::vector<float> Gd, Cd, TCd, HC, A, U, Pr;
+  EncoderTrace encoder;
+  std::vector<float> proj;  // (D + 1) x 4H decoder input projections of the device embeddings
+  std::vector<ChunkTrace> chunks;
 };
 
 }  // namespace
@@ -151,7 +179,7 @@ struct Policy::Impl {
   std::vector<float> mask;      // G x D: 0 allowed, kMaskedLogit otherwise
   uint64_t version = 0;         // bumped by every weight change
   Trace trace;
-  std::vector<float> scratch;
+  ThreadPool* pool = nullptr;
 
   int G() const { return config.num_groups; }
   int H() const { return config.hidden; }
@@ -159,12 +187,21 @@ struct Policy::Impl {
   int E() const { return config.device_embedding; }
   int F() const { return config.feature_dim; }
 
+  // Runs fn(i) for each chunk i, on the pool's workers when there is a pool.
+  void for_each_chunk(size_t n, const std::function<void(size_t)>& fn) {
+    if (pool != nullptr && n > 1) {
+      pool->parallel_for(n, [&](size_t i, size_t /*worker*/) { fn(i); });
+    } else {
+      for (size_t i = 0; i < n; ++i) fn(i);
+    }
+  }
+
   // ---- fast engine: forward ----
 
-  void encode(Trace& tr) {
+  void encode(EncoderTrace& tr) {
     const int G = this->G(), H = this->H(), F = this->F();
     const ParamsImpl& p = *params;
-    tr.X.assign(static_cast<size_t>(G) * H, 0.0f);
+    tr.X.resize(static_cast<size_t>(G) * H);
     for (int g = 0; g < G; ++g) std::memcpy(&tr.X[g * H], ptr(p.b_in), H * sizeof(float));
     gemm(false, true, G, H, F, 1, features.data(), F, ptr(p.w_in), F, 1, tr.X.data(), H);
     tanh_inplace(tr.X.data(), static_cast<int64_t>(G) * H);
@@ -193,79 +230,103 @@ struct Policy::Impl {
     gemm(false, true, G, H, H, 1, tr.enc.data(), H, ptr(p.w_a), H, 0, tr.keys.data(), H);
   }
 
-  // Runs the decoder for `batch` sequences; fills tr (and tr.actions).
+  // Runs the encoder once and the decoder for `batch` sequences, in chunks of config.chunk
+  // samples; fills tr (and tr.actions). uniforms / forced: batch x G, sample-major, or null.
   void decode(Trace& tr, int batch, DecodeMode mode, const double* uniforms,
               const int32_t* forced) {
     torch::NoGradGuard no_grad;
-    const int G = this->G(), H = this->H(), D = this->D(), E = this->E(), K = batch;
+    const int G = this->G(), H = this->H(), D = this->D(), E = this->E();
     const ParamsImpl& p = *params;
-    encode(tr);
-    tr.batch = K;
+    encode(tr.encoder);
+    tr.batch = batch;
     tr.version = version;
     tr.valid = true;
-    tr.actions.assign(static_cast<size_t>(K) * G, 0);
-    const size_t rows = static_cast<size_t>(G) * K;
-    tr.Gd.resize(rows * 4 * H);
-    tr.Cd.resize(rows * H);
-    tr.TCd.resize(rows * H);
-    tr.HC.resize(rows * 2 * H);
-    tr.A.resize(rows * G);
-    tr.U.resize(rows * H);
-    tr.Pr.resize(rows * D);
-
     // Input projections of every device embedding (and the start token D), biases included.
-    std::vector<float> proj(static_cast<size_t>(D + 1) * 4 * H);
-    for (int d = 0; d <= D; ++d) std::memcpy(&proj[d * 4 * H], ptr(p.bd), 4 * H * sizeof(float));
-    gemm(false, true, D + 1, 4 * H, E, 1, ptr(p.emb), E, ptr(p.wd_ih), E, 1, proj.data(), 4 * H);
-    // Initial state: the encoder's final state for every sample.
-    std::vector<float> h0(static_cast<size_t>(K) * H);
-    for (int k = 0; k < K; ++k) std::memcpy(&h0[k * H], &tr.enc[(G - 1) * H], H * sizeof(float));
-    const float* c_init = &tr.Ce[(G - 1) * H];
+    tr.proj.resize(static_cast<size_t>(D + 1) * 4 * H);
+    for (int d = 0; d <= D; ++d) std::memcpy(&tr.proj[d * 4 * H], ptr(p.bd), 4 * H * sizeof(float));
+    gemm(false, true, D + 1, 4 * H, E, 1, ptr(p.emb), E, ptr(p.wd_ih), E, 1, tr.proj.data(), 4 * H);
+    const int chunk = config.chunk;
+    tr.chunks.resize(static_cast<size_t>((batch + chunk - 1) / chunk));
+    for_each_chunk(tr.chunks.size(), [&](size_t i) {
+      ChunkTrace& ch = tr.chunks[i];
+      ch.first = static_cast<int>(i) * chunk;
+      ch.batch = std::min(chunk, batch - ch.first);
+      const size_t offset = static_cast<size_t>(ch.first) * G;
+      decode_chunk(tr, ch, mode, uniforms != nullptr ? uniforms + offset : nullptr,
+                   forced != nullptr ? forced + offset : nullptr);
+    });
+    tr.actions.clear();
+    for (const ChunkTrace& ch : tr.chunks) {
+      tr.actions.insert(tr.actions.end(), ch.actions.begin(), ch.actions.end());
+    }
+  }
 
-    std::vector<int32_t> prev(K, D);
-    scratch.resize(static_cast<size_t>(K) * std::max(G, D));
-    std::vector<float> logits(static_cast<size_t>(K) * D);
+  void decode_chunk(const Trace& tr, ChunkTrace& ch, DecodeMode mode, const double* uniforms,
+                    const int32_t* forced) {
+    torch::NoGradGuard no_grad;  // per thread
+    const int G = this->G(), H = this->H(), D = this->D(), K = ch.batch;
+    const ParamsImpl& p = *params;
+    const EncoderTrace& en = tr.encoder;
+    ch.actions.assign(static_cast<size_t>(K) * G, 0);
+    const size_t rows = static_cast<size_t>(G) * K;
+    ch.Gd.resize(rows * 4 * H);
+    ch.Cd.resize(rows * H);
+    ch.TCd.resize(rows * H);
+    ch.HC.resize(rows * 2 * H);
+    ch.A.resize(rows * G);
+    ch.U.resize(rows * H);
+    ch.Pr.resize(rows * D);
+
+    // Initial state: the encoder's final state for every sample.
+    ch.h0.resize(static_cast<size_t>(K) * H);
+    for (int k = 0; k < K; ++k) std::memcpy(&ch.h0[k * H], &en.enc[(G - 1) * H], H * sizeof(float));
+    const float* c_init = &en.Ce[(G - 1) * H];
+
+    ch.prev.assign(K, D);
+    ch.scores.resize(static_cast<size_t>(K) * G);
+    ch.logits.resize(static_cast<size_t>(K) * D);
     for (int t = 0; t < G; ++t) {
       const size_t row0 = static_cast<size_t>(t) * K;
-      float* z = &tr.Gd[row0 * 4 * H];
+      float* z = &ch.Gd[row0 * 4 * H];
       for (int k = 0; k < K; ++k) {
-        std::memcpy(z + static_cast<size_t>(k) * 4 * H, &proj[prev[k] * 4 * H],
+        std::memcpy(z + static_cast<size_t>(k) * 4 * H, &tr.proj[ch.prev[k] * 4 * H],
                     4 * H * sizeof(float));
       }
-      const float* h_prev = t > 0 ? &tr.HC[(row0 - K) * 2 * H] : h0.data();
+      const float* h_prev = t > 0 ? &ch.HC[(row0 - K) * 2 * H] : ch.h0.data();
       const int ld_prev = t > 0 ? 2 * H : H;
       gemm(false, true, K, 4 * H, H, 1, h_prev, ld_prev, ptr(p.wd_hh), H, 1, z, 4 * H);
       lstm_gates(z, K, H);
-      float* c = &tr.Cd[row0 * H];
-      float* tc = &tr.TCd[row0 * H];
+      float* c = &ch.Cd[row0 * H];
+      float* tc = &ch.TCd[row0 * H];
       for (int k = 0; k < K; ++k) {
         const float* zk = z + static_cast<size_t>(k) * 4 * H;
-        const float* cp = t > 0 ? &tr.Cd[(row0 - K + k) * H] : c_init;
+        const float* cp = t > 0 ? &ch.Cd[(row0 - K + k) * H] : c_init;
         for (int j = 0; j < H; ++j) c[k * H + j] = zk[H + j] * cp[j] + zk[j] * zk[2 * H + j];
       }
       std::memcpy(tc, c, static_cast<size_t>(K) * H * sizeof(float));
       tanh_inplace(tc, static_cast<int64_t>(K) * H);
-      float* hc = &tr.HC[row0 * 2 * H];
+      float* hc = &ch.HC[row0 * 2 * H];
       for (int k = 0; k < K; ++k) {
         const float* zk = z + static_cast<size_t>(k) * 4 * H;
         for (int j = 0; j < H; ++j) hc[k * 2 * H + j] = zk[3 * H + j] * tc[k * H + j];
       }
       // Attention over the encoder outputs.
-      float* scores = scratch.data();
-      gemm(false, true, K, G, H, 1, hc, 2 * H, tr.keys.data(), H, 0, scores, G);
-      float* a = &tr.A[row0 * G];
+      float* scores = ch.scores.data();
+      gemm(false, true, K, G, H, 1, hc, 2 * H, en.keys.data(), H, 0, scores, G);
+      float* a = &ch.A[row0 * G];
       {
         torch::Tensor out = torch::from_blob(a, {K, G}, torch::kFloat32);
         at::_softmax_out(out, torch::from_blob(scores, {K, G}, torch::kFloat32), 1, false);
       }
-      gemm(false, false, K, H, G, 1, a, G, tr.enc.data(), H, 0, hc + H, 2 * H);
-      float* u = &tr.U[row0 * H];
+      gemm(false, false, K, H, G, 1, a, G, en.enc.data(), H, 0, hc + H, 2 * H);
+      float* u = &ch.U[row0 * H];
       for (int k = 0; k < K; ++k) std::memcpy(u + k * H, ptr(p.b_c), H * sizeof(float));
       gemm(false, true, K, H, 2 * H, 1, hc, 2 * H, ptr(p.w_c), 2 * H, 1, u, H);
       tanh_inplace(u, static_cast<int64_t>(K) * H);
+      float* logits = ch.logits.data();
       for (int k = 0; k < K; ++k) std::memcpy(&logits[k * D], ptr(p.b_o), D * sizeof(float));
-      gemm(false, true, K, D, H, 1, u, H, ptr(p.w_o), H, 1, logits.data(), D);
-      float* pr = &tr.Pr[row0 * D];
+      gemm(false, true, K, D, H, 1, u, H, ptr(p.w_o), H, 1, logits, D);
+      float* pr = &ch.Pr[row0 * D];
       const float* m = &mask[static_cast<size_t>(t) * D];
       for (int k = 0; k < K; ++k) {
         float* l = &logits[k * D];
@@ -301,8 +362,8 @@ struct Policy::Impl {
           }
         }
         DPLACE_CHECK(choice >= 0) << "policy produced no allowed device for group " << t;
-        tr.actions[static_cast<size_t>(k) * G + t] = choice;
-        prev[k] = choice;
+        ch.actions[static_cast<size_t>(k) * G + t] = choice;
+        ch.prev[k] = choice;
       }
     }
   }
@@ -315,46 +376,48 @@ struct Policy::Impl {
     double entropy = 0;
   };
 
-  Gradients backward(const Trace& tr, std::span<const double> advantages, double entropy_weight) {
-    torch::NoGradGuard no_grad;
-    const int G = this->G(), H = this->H(), D = this->D(), E = this->E(), F = this->F();
-    const int K = tr.batch;
+  // The decoder side of the backward pass for one chunk; `batch` is the whole batch's size (the
+  // loss is a mean over it). Leaves its results in ch (see ChunkTrace).
+  void backward_chunk(const Trace& tr, ChunkTrace& ch, std::span<const double> advantages,
+                      int batch, double entropy_weight) {
+    torch::NoGradGuard no_grad;  // per thread
+    const int G = this->G(), H = this->H(), D = this->D(), E = this->E(), K = ch.batch;
     const size_t rows = static_cast<size_t>(G) * K;
     const ParamsImpl& p = *params;
-    Gradients out;
-    for (const torch::Tensor& t : p.list()) out.grads.push_back(torch::zeros_like(t));
-    float* g_w_in = ptr(out.grads[0]);
-    float* g_b_in = ptr(out.grads[1]);
-    float* g_we_ih = ptr(out.grads[2]);
-    float* g_we_hh = ptr(out.grads[3]);
-    float* g_be = ptr(out.grads[4]);
-    float* g_emb = ptr(out.grads[5]);
-    float* g_wd_ih = ptr(out.grads[6]);
-    float* g_wd_hh = ptr(out.grads[7]);
-    float* g_bd = ptr(out.grads[8]);
-    float* g_w_a = ptr(out.grads[9]);
-    float* g_w_c = ptr(out.grads[10]);
-    float* g_b_c = ptr(out.grads[11]);
-    float* g_w_o = ptr(out.grads[12]);
-    float* g_b_o = ptr(out.grads[13]);
+    const EncoderTrace& en = tr.encoder;
+    const std::vector<torch::Tensor> list = p.list();
+    ch.grads.resize(list.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      ch.grads[i].assign(static_cast<size_t>(list[i].numel()), 0.0f);
+    }
+    float* g_emb = ch.grads[5].data();
+    float* g_wd_ih = ch.grads[6].data();
+    float* g_wd_hh = ch.grads[7].data();
+    float* g_bd = ch.grads[8].data();
+    float* g_w_c = ch.grads[10].data();
+    float* g_b_c = ch.grads[11].data();
+    float* g_w_o = ch.grads[12].data();
+    float* g_b_o = ch.grads[13].data();
 
     // d loss / d logits.
-    std::vector<float> dl(rows * D);
-    const double beta = entropy_weight / K;
-    double log_prob_term = 0;
-    double entropy_sum = 0;
+    ch.dl.resize(rows * D);
+    float* dl = ch.dl.data();
+    const double beta = entropy_weight / batch;
+    ch.log_prob_term = 0;
+    ch.entropy_sum = 0;
     for (int t = 0; t < G; ++t) {
       for (int k = 0; k < K; ++k) {
         const size_t r = static_cast<size_t>(t) * K + k;
-        const float* pr = &tr.Pr[r * D];
-        const int a = tr.actions[static_cast<size_t>(k) * G + t];
+        const float* pr = &ch.Pr[r * D];
+        const int a = ch.actions[static_cast<size_t>(k) * G + t];
+        const double advantage = advantages[ch.first + k];
         double ent = 0;
         for (int d = 0; d < D; ++d) {
           if (pr[d] > 0) ent -= pr[d] * std::log(static_cast<double>(pr[d]));
         }
-        entropy_sum += ent;
-        log_prob_term += advantages[k] * std::log(static_cast<double>(pr[a]));
-        const double coef = advantages[k] / K;
+        ch.entropy_sum += ent;
+        ch.log_prob_term += advantage * std::log(static_cast<double>(pr[a]));
+        const double coef = advantage / batch;
         for (int d = 0; d < D; ++d) {
           double v = coef * (pr[d] - (d == a ? 1.0 : 0.0));
           if (pr[d] > 0) v += beta * pr[d] * (std::log(static_cast<double>(pr[d])) + ent);
@@ -362,126 +425,167 @@ struct Policy::Impl {
         }
       }
     }
-    out.entropy = entropy_sum / static_cast<double>(rows);
-    out.loss = -log_prob_term / K - entropy_weight * entropy_sum / K;
 
     // Output layer and combine layer, all steps at once.
-    gemm(true, false, D, H, static_cast<int>(rows), 1, dl.data(), D, tr.U.data(), H, 0, g_w_o, H);
+    const int R = static_cast<int>(rows);
+    gemm(true, false, D, H, R, 1, dl, D, ch.U.data(), H, 0, g_w_o, H);
     for (size_t r = 0; r < rows; ++r) {
       for (int d = 0; d < D; ++d) g_b_o[d] += dl[r * D + d];
     }
-    std::vector<float> du(rows * H);
-    gemm(false, false, static_cast<int>(rows), H, D, 1, dl.data(), D, ptr(p.w_o), H, 0, du.data(),
-         H);
-    for (size_t i = 0; i < du.size(); ++i) du[i] *= 1.0f - tr.U[i] * tr.U[i];
-    gemm(true, false, H, 2 * H, static_cast<int>(rows), 1, du.data(), H, tr.HC.data(), 2 * H, 0,
-         g_w_c, 2 * H);
+    ch.du.resize(rows * H);
+    float* du = ch.du.data();
+    gemm(false, false, R, H, D, 1, dl, D, ptr(p.w_o), H, 0, du, H);
+    for (size_t i = 0; i < rows * H; ++i) du[i] *= 1.0f - ch.U[i] * ch.U[i];
+    gemm(true, false, H, 2 * H, R, 1, du, H, ch.HC.data(), 2 * H, 0, g_w_c, 2 * H);
     for (size_t r = 0; r < rows; ++r) {
       for (int j = 0; j < H; ++j) g_b_c[j] += du[r * H + j];
     }
-    std::vector<float> dhc(rows * 2 * H);  // [dh | dctx]
-    gemm(false, false, static_cast<int>(rows), 2 * H, H, 1, du.data(), H, ptr(p.w_c), 2 * H, 0,
-         dhc.data(), 2 * H);
+    ch.dhc.resize(rows * 2 * H);  // [dh | dctx]
+    float* dhc = ch.dhc.data();
+    gemm(false, false, R, 2 * H, H, 1, du, H, ptr(p.w_c), 2 * H, 0, dhc, 2 * H);
 
     // Attention.
-    std::vector<float> da(rows * G);
-    gemm(false, true, static_cast<int>(rows), G, H, 1, dhc.data() + H, 2 * H, tr.enc.data(), H, 0,
-         da.data(), G);
-    std::vector<float> denc(static_cast<size_t>(G) * H);
-    gemm(true, false, G, H, static_cast<int>(rows), 1, tr.A.data(), G, dhc.data() + H, 2 * H, 0,
-         denc.data(), H);
+    ch.da.resize(rows * G);
+    float* da = ch.da.data();
+    gemm(false, true, R, G, H, 1, dhc + H, 2 * H, en.enc.data(), H, 0, da, G);
+    ch.denc.resize(static_cast<size_t>(G) * H);
+    gemm(true, false, G, H, R, 1, ch.A.data(), G, dhc + H, 2 * H, 0, ch.denc.data(), H);
     for (size_t r = 0; r < rows; ++r) {
-      const float* a = &tr.A[r * G];
+      const float* a = &ch.A[r * G];
       float* ds = &da[r * G];
       double dot = 0;
       for (int g = 0; g < G; ++g) dot += static_cast<double>(a[g]) * ds[g];
       for (int g = 0; g < G; ++g) ds[g] = a[g] * (ds[g] - static_cast<float>(dot));
     }
     // dh += dS keys; dkeys = dS^T h.
-    gemm(false, false, static_cast<int>(rows), H, G, 1, da.data(), G, tr.keys.data(), H, 1,
-         dhc.data(), 2 * H);
-    std::vector<float> dkeys(static_cast<size_t>(G) * H);
-    gemm(true, false, G, H, static_cast<int>(rows), 1, da.data(), G, tr.HC.data(), 2 * H, 0,
-         dkeys.data(), H);
+    gemm(false, false, R, H, G, 1, da, G, en.keys.data(), H, 1, dhc, 2 * H);
+    ch.dkeys.resize(static_cast<size_t>(G) * H);
+    gemm(true, false, G, H, R, 1, da, G, ch.HC.data(), 2 * H, 0, ch.dkeys.data(), H);
 
     // Decoder LSTM, backwards in time.
-    std::vector<float> dz(rows * 4 * H);
-    std::vector<float> dh_next(static_cast<size_t>(K) * H, 0.0f);
-    std::vector<float> dc_next(static_cast<size_t>(K) * H, 0.0f);
-    const float* c_init = &tr.Ce[(G - 1) * H];
+    ch.dz.resize(rows * 4 * H);
+    float* dz = ch.dz.data();
+    ch.dh_next.assign(static_cast<size_t>(K) * H, 0.0f);
+    ch.dc_next.assign(static_cast<size_t>(K) * H, 0.0f);
+    const float* c_init = &en.Ce[(G - 1) * H];
     for (int t = G - 1; t >= 0; --t) {
       const size_t row0 = static_cast<size_t>(t) * K;
       for (int k = 0; k < K; ++k) {
         const size_t r = row0 + k;
-        const float* z = &tr.Gd[r * 4 * H];
-        const float* tc = &tr.TCd[r * H];
-        const float* cp = t > 0 ? &tr.Cd[(r - K) * H] : c_init;
+        const float* z = &ch.Gd[r * 4 * H];
+        const float* tc = &ch.TCd[r * H];
+        const float* cp = t > 0 ? &ch.Cd[(r - K) * H] : c_init;
         float* dzr = &dz[r * 4 * H];
+        float* dh_next = &ch.dh_next[k * H];
+        float* dc_next = &ch.dc_next[k * H];
         for (int j = 0; j < H; ++j) {
           const float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
-          const float dh = dhc[r * 2 * H + j] + dh_next[k * H + j];
-          const float dc = dc_next[k * H + j] + dh * o * (1.0f - tc[j] * tc[j]);
+          const float dh = dhc[r * 2 * H + j] + dh_next[j];
+          const float dc = dc_next[j] + dh * o * (1.0f - tc[j] * tc[j]);
           dzr[j] = dc * g * i * (1.0f - i);
           dzr[H + j] = dc * cp[j] * f * (1.0f - f);
           dzr[2 * H + j] = dc * i * (1.0f - g * g);
           dzr[3 * H + j] = dh * tc[j] * o * (1.0f - o);
-          dc_next[k * H + j] = dc * f;
+          dc_next[j] = dc * f;
         }
       }
       gemm(false, false, K, H, 4 * H, 1, &dz[row0 * 4 * H], 4 * H, ptr(p.wd_hh), H, 0,
-           dh_next.data(), H);
+           ch.dh_next.data(), H);
     }
     // Recurrent weights: h_{t-1} is HC's h of step t-1, or the encoder's final state at t = 0.
     if (G > 1) {
-      gemm(true, false, 4 * H, H, static_cast<int>((G - 1) * K), 1,
-           &dz[static_cast<size_t>(K) * 4 * H], 4 * H, tr.HC.data(), 2 * H, 0, g_wd_hh, H);
+      gemm(true, false, 4 * H, H, (G - 1) * K, 1, &dz[static_cast<size_t>(K) * 4 * H], 4 * H,
+           ch.HC.data(), 2 * H, 0, g_wd_hh, H);
     }
     std::vector<float> dz0_sum(4 * H, 0.0f);
     for (int k = 0; k < K; ++k) {
       for (int j = 0; j < 4 * H; ++j) dz0_sum[j] += dz[static_cast<size_t>(k) * 4 * H + j];
     }
-    gemm(false, false, 4 * H, H, 1, 1, dz0_sum.data(), 1, &tr.enc[(G - 1) * H], H, 1, g_wd_hh, H);
+    gemm(false, false, 4 * H, H, 1, 1, dz0_sum.data(), 1, &en.enc[(G - 1) * H], H, 1, g_wd_hh, H);
     // Input projections: dz of step t goes to the row of the device chosen at t - 1.
-    std::vector<float> dproj(static_cast<size_t>(D + 1) * 4 * H, 0.0f);
+    ch.dproj.assign(static_cast<size_t>(D + 1) * 4 * H, 0.0f);
     for (int t = 0; t < G; ++t) {
       for (int k = 0; k < K; ++k) {
-        const int prev = t > 0 ? tr.actions[static_cast<size_t>(k) * G + t - 1] : D;
+        const int prev = t > 0 ? ch.actions[static_cast<size_t>(k) * G + t - 1] : D;
         const float* src = &dz[(static_cast<size_t>(t) * K + k) * 4 * H];
-        float* dst = &dproj[prev * 4 * H];
+        float* dst = &ch.dproj[prev * 4 * H];
         for (int j = 0; j < 4 * H; ++j) dst[j] += src[j];
       }
     }
-    gemm(true, false, 4 * H, E, D + 1, 1, dproj.data(), 4 * H, ptr(p.emb), E, 0, g_wd_ih, E);
-    gemm(false, false, D + 1, E, 4 * H, 1, dproj.data(), 4 * H, ptr(p.wd_ih), E, 0, g_emb, E);
+    gemm(true, false, 4 * H, E, D + 1, 1, ch.dproj.data(), 4 * H, ptr(p.emb), E, 0, g_wd_ih, E);
+    gemm(false, false, D + 1, E, 4 * H, 1, ch.dproj.data(), 4 * H, ptr(p.wd_ih), E, 0, g_emb, E);
     for (int d = 0; d <= D; ++d) {
-      for (int j = 0; j < 4 * H; ++j) g_bd[j] += dproj[d * 4 * H + j];
+      for (int j = 0; j < 4 * H; ++j) g_bd[j] += ch.dproj[d * 4 * H + j];
     }
     // Gradient reaching the encoder's final state through the decoder's initial state.
-    std::vector<float> dh_final(H, 0.0f);
-    std::vector<float> dc_final(H, 0.0f);
+    ch.dh_final.assign(H, 0.0f);
+    ch.dc_final.assign(H, 0.0f);
     for (int k = 0; k < K; ++k) {
       for (int j = 0; j < H; ++j) {
-        dh_final[j] += dh_next[k * H + j];
-        dc_final[j] += dc_next[k * H + j];
+        ch.dh_final[j] += ch.dh_next[k * H + j];
+        ch.dc_final[j] += ch.dc_next[k * H + j];
       }
     }
+  }
+
+  Gradients backward(Trace& tr, std::span<const double> advantages, double entropy_weight) {
+    torch::NoGradGuard no_grad;
+    const int G = this->G(), H = this->H(), F = this->F();
+    const int K = tr.batch;
+    const ParamsImpl& p = *params;
+    const EncoderTrace& en = tr.encoder;
+    for_each_chunk(tr.chunks.size(), [&](size_t i) {
+      backward_chunk(tr, tr.chunks[i], advantages, K, entropy_weight);
+    });
+
+    // Sum the chunks' results, always in chunk order.
+    Gradients out;
+    for (const torch::Tensor& t : p.list()) out.grads.push_back(torch::zeros_like(t));
+    std::vector<float> denc(static_cast<size_t>(G) * H, 0.0f);
+    std::vector<float> dkeys(static_cast<size_t>(G) * H, 0.0f);
+    std::vector<float> dh_final(H, 0.0f);
+    std::vector<float> dce(H, 0.0f);  // becomes the encoder's running d cell
+    double log_prob_term = 0;
+    double entropy_sum = 0;
+    auto add = [](std::vector<float>& to, const std::vector<float>& from) {
+      for (size_t i = 0; i < to.size(); ++i) to[i] += from[i];
+    };
+    for (const ChunkTrace& ch : tr.chunks) {
+      for (size_t i = 0; i < out.grads.size(); ++i) {
+        float* g = ptr(out.grads[i]);
+        for (size_t j = 0; j < ch.grads[i].size(); ++j) g[j] += ch.grads[i][j];
+      }
+      add(denc, ch.denc);
+      add(dkeys, ch.dkeys);
+      add(dh_final, ch.dh_final);
+      add(dce, ch.dc_final);
+      log_prob_term += ch.log_prob_term;
+      entropy_sum += ch.entropy_sum;
+    }
+    out.entropy = entropy_sum / (static_cast<double>(G) * K);
+    out.loss = -log_prob_term / K - entropy_weight * entropy_sum / K;
+    float* g_w_in = ptr(out.grads[0]);
+    float* g_b_in = ptr(out.grads[1]);
+    float* g_we_ih = ptr(out.grads[2]);
+    float* g_we_hh = ptr(out.grads[3]);
+    float* g_be = ptr(out.grads[4]);
+    float* g_w_a = ptr(out.grads[9]);
 
     // Attention keys = enc W_a^T.
-    gemm(true, false, H, H, G, 1, dkeys.data(), H, tr.enc.data(), H, 0, g_w_a, H);
+    gemm(true, false, H, H, G, 1, dkeys.data(), H, en.enc.data(), H, 0, g_w_a, H);
     gemm(false, false, G, H, H, 1, dkeys.data(), H, ptr(p.w_a), H, 1, denc.data(), H);
     for (int j = 0; j < H; ++j) denc[(G - 1) * H + j] += dh_final[j];
 
     // Encoder LSTM, backwards in time (batch 1).
     std::vector<float> dze(static_cast<size_t>(G) * 4 * H);
     std::vector<float> dhe(H, 0.0f);
-    std::vector<float> dce = dc_final;
     for (int t = G - 1; t >= 0; --t) {
-      const float* z = &tr.Ge[static_cast<size_t>(t) * 4 * H];
-      const float* tc = &tr.TCe[t * H];
+      const float* z = &en.Ge[static_cast<size_t>(t) * 4 * H];
+      const float* tc = &en.TCe[t * H];
       float* dzr = &dze[static_cast<size_t>(t) * 4 * H];
       for (int j = 0; j < H; ++j) {
         const float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
-        const float cp = t > 0 ? tr.Ce[(t - 1) * H + j] : 0.0f;
+        const float cp = t > 0 ? en.Ce[(t - 1) * H + j] : 0.0f;
         const float dh = denc[t * H + j] + dhe[j];
         const float dc = dce[j] + dh * o * (1.0f - tc[j] * tc[j]);
         dzr[j] = dc * g * i * (1.0f - i);
@@ -493,15 +597,15 @@ struct Policy::Impl {
       gemm(false, false, 1, H, 4 * H, 1, dzr, 4 * H, ptr(p.we_hh), H, 0, dhe.data(), H);
     }
     if (G > 1) {
-      gemm(true, false, 4 * H, H, G - 1, 1, &dze[4 * H], 4 * H, tr.enc.data(), H, 0, g_we_hh, H);
+      gemm(true, false, 4 * H, H, G - 1, 1, &dze[4 * H], 4 * H, en.enc.data(), H, 0, g_we_hh, H);
     }
     for (int t = 0; t < G; ++t) {
       for (int j = 0; j < 4 * H; ++j) g_be[j] += dze[static_cast<size_t>(t) * 4 * H + j];
     }
-    gemm(true, false, 4 * H, H, G, 1, dze.data(), 4 * H, tr.X.data(), H, 0, g_we_ih, H);
+    gemm(true, false, 4 * H, H, G, 1, dze.data(), 4 * H, en.X.data(), H, 0, g_we_ih, H);
     std::vector<float> dx(static_cast<size_t>(G) * H);
     gemm(false, false, G, H, 4 * H, 1, dze.data(), 4 * H, ptr(p.we_ih), H, 0, dx.data(), H);
-    for (size_t i = 0; i < dx.size(); ++i) dx[i] *= 1.0f - tr.X[i] * tr.X[i];
+    for (size_t i = 0; i < dx.size(); ++i) dx[i] *= 1.0f - en.X[i] * en.X[i];
     gemm(true, false, H, F, G, 1, dx.data(), H, features.data(), F, 0, g_w_in, F);
     for (int t = 0; t < G; ++t) {
       for (int j = 0; j < H; ++j) g_b_in[j] += dx[t * H + j];
@@ -570,7 +674,7 @@ Policy::Policy(const PolicyConfig& config, std::span<const float> features,
     : impl_(std::make_unique<Impl>()) {
   configure_threads_once();
   DPLACE_CHECK(config.num_groups > 0 && config.num_devices > 0 && config.feature_dim > 0 &&
-               config.hidden > 0 && config.device_embedding > 0);
+               config.hidden > 0 && config.device_embedding > 0 && config.chunk > 0);
   DPLACE_CHECK(features.size() == static_cast<size_t>(config.num_groups) * config.feature_dim);
   DPLACE_CHECK(allowed.size() == static_cast<size_t>(config.num_groups) * config.num_devices);
   impl_->config = config;
@@ -581,6 +685,8 @@ Policy::Policy(const PolicyConfig& config, std::span<const float> features,
 }
 
 Policy::~Policy() = default;
+
+void Policy::use_pool(ThreadPool* pool) { impl_->pool = pool; }
 
 void Policy::reinitialize(uint64_t seed) {
   {

@@ -22,7 +22,9 @@
 //
 // This header keeps LibTorch out of every other translation unit (pimpl); policy.cc is the only
 // file that includes Torch. The first Policy constructed sets OPENBLAS_NUM_THREADS=1, tells
-// OpenBLAS and LibTorch to use one thread, and leaves parallelism to the evaluation workers.
+// OpenBLAS and LibTorch to use one thread each: parallelism comes from the worker threads, which
+// evaluate samples concurrently and, between evaluations, decode and back-propagate chunks of
+// samples concurrently (use_pool()).
 //
 // Thread safety: a Policy is used by one thread at a time.
 #pragma once
@@ -32,6 +34,10 @@
 #include <span>
 #include <string>
 #include <vector>
+
+namespace dplace {
+class ThreadPool;
+}
 
 namespace dplace::rl {
 
@@ -44,6 +50,10 @@ struct PolicyConfig {
   double learning_rate = 0.001;  // Adam. Default: 0.001.
   double grad_clip = 1.0;        // max global gradient norm; 0: off. Default: 1.0.
   uint64_t seed = 1;             // initial weights. Default: 1.
+  // Samples per chunk: a batch is decoded and back-propagated in chunks of this many samples,
+  // which run in parallel on the pool given to use_pool(). The chunking, not the number of
+  // threads, fixes the arithmetic, so results are the same for every thread count. Default: 8.
+  int chunk = 8;
 };
 
 // Plain state saved with the network in a checkpoint.
@@ -83,6 +93,9 @@ class Policy {
   void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions);
   // The most likely device of each group, chosen step by step (greedy decoding).
   std::vector<int32_t> greedy();
+  // Runs the chunks of sample(), update() and greedy() on `pool`'s workers (nullptr: on the calling
+  // thread). The pool must outlive its use here and must not be running another loop meanwhile.
+  void use_pool(ThreadPool* pool);
   // Fresh weights drawn with `seed` and a fresh Adam state: the policy starts over.
   void reinitialize(uint64_t seed);
 

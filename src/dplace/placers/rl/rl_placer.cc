@@ -182,6 +182,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"normalize",
            [&](auto& k, auto& v) { o.normalize_advantages = parse_int(k, v, 0) != 0; }},
           {"threads", [&](auto& k, auto& v) { o.threads = parse_int(k, v, 1); }},
+          {"chunk", [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 1)); }},
           {"checkpoint", [&](auto&, auto& v) { o.checkpoint = v; }},
           {"checkpoint-every",
            [&](auto& k, auto& v) { o.checkpoint_every = static_cast<int>(parse_int(k, v, 1)); }},
@@ -264,7 +265,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   pc.learning_rate = options.learning_rate;
   pc.grad_clip = options.grad_clip;
   pc.seed = request.seed;
+  pc.chunk = options.chunk;
   Policy policy(pc, features.values, features.allowed);
+  ThreadPool pool(options.threads);
+  policy.use_pool(&pool);
 
   Fingerprint fp;
   fp.add(graph.name());
@@ -314,7 +318,6 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   }
 
   // 3. Reward source.
-  ThreadPool pool(options.threads);
   std::unique_ptr<RewardSource> source =
       options.measure_cmd.empty()
           ? make_simulator_reward_source(simulator, pool)

@@ -61,7 +61,12 @@ struct RlOptions {
   // (all ops serially on their slowest devices plus every tensor sent serially to every other
   // device over the slowest link), so that any feasible placement is better. Default: 0.
   double oom_step_time_s = 0;
-  size_t threads = 0;         // evaluation workers; 0: hardware concurrency. Default: 0.
+  // Worker threads: they evaluate the samples and, in between, run the policy's chunks (below).
+  // 0: hardware concurrency. Default: 0.
+  size_t threads = 0;
+  // Samples per policy chunk: the policy decodes and back-propagates a batch in chunks of this
+  // many samples on the workers (PolicyConfig::chunk); results do not depend on `threads`.
+  int chunk = 8;  // Default: 8.
   std::string checkpoint;     // resume from / save to this file; empty: none. Default: none.
   int checkpoint_every = 25;  // updates between checkpoint saves (and one at the end).
   std::string curve;          // learning-curve CSV path; empty: none. Default: none.
@@ -76,7 +81,7 @@ struct RlOptions {
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/limited/off),
 // sole-consumer-limit, batch, restart-patience, restart-entropy, samples, hidden, embedding, lr,
-// clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time, threads, checkpoint,
+// clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
 // checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, progress-seconds. Throws
 // ConfigError for an unknown key or a bad value, naming both.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);

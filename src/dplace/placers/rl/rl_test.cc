@@ -11,6 +11,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/core/rng.h"
+#include "dplace/core/thread_pool.h"
 #include "dplace/placers/rl/policy.h"
 #include "dplace/placers/rl/reward.h"
 #include "dplace/placers/rl/rl_placer.h"
@@ -170,6 +171,13 @@ TEST(RlPlacerTest, SameSeedGivesSameRunForAnyThreadCount) {
   EXPECT_EQ(a.result.placement, b.result.placement);
   EXPECT_EQ(a.result.placement, c.result.placement);
   EXPECT_EQ(a.greedy_group_devices, c.greedy_group_devices);
+  // Chunks of 3 samples (3 + 3 + 2) decoded and back-propagated on 1 or 2 threads.
+  const RlRun e =
+      run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"chunk", "3"}, {"threads", "1"}});
+  const RlRun f =
+      run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"chunk", "3"}, {"threads", "2"}});
+  expect_same_learning(e.curve, f.curve);
+  EXPECT_EQ(e.result.placement, f.result.placement);
   // Another seed explores differently.
   const RlRun d = run(*p, 8, {{"samples", "96"}, {"batch", "8"}});
   bool differs = false;
@@ -330,35 +338,42 @@ TEST(RlPlacerTest, MeasureCommandProvidesTheReward) {
 }
 
 TEST(PolicyTest, HandWrittenGradientsMatchAutograd) {
-  // 6 groups, 3 devices; group 2 may not use device 0.
-  PolicyConfig c;
-  c.num_groups = 6;
-  c.num_devices = 3;
-  c.feature_dim = 4;
-  c.hidden = 8;
-  c.device_embedding = 5;
-  Rng rng(3);
-  std::vector<float> features(24);
-  for (float& f : features) f = static_cast<float>(rng.uniform01());
-  std::vector<uint8_t> allowed(18, 1);
-  allowed[2 * 3 + 0] = 0;
-  Policy policy(c, features, allowed);
-  const int batch = 4;
-  std::vector<double> uniforms(batch * 6);
-  for (double& u : uniforms) u = rng.uniform01();
-  std::vector<int32_t> actions;
-  policy.sample(batch, uniforms, actions);
-  for (int k = 0; k < batch; ++k) EXPECT_NE(actions[k * 6 + 2], 0);
-  const std::vector<double> advantages = {0.7, -1.2, 0.3, 0.2};
-  for (double entropy_weight : {0.0, 0.5}) {
-    EXPECT_LT(policy.check_gradients(actions, advantages, entropy_weight), 1e-4);
-  }
-  // After a few updates (weights away from their initial values) they still agree.
-  for (int i = 0; i < 5; ++i) {
+  // 6 groups, 3 devices; group 2 may not use device 0. The batch of 4 runs as one chunk, and as
+  // chunks of 3 + 1 on two threads.
+  for (int chunk : {8, 3}) {
+    SCOPED_TRACE(chunk);
+    PolicyConfig c;
+    c.num_groups = 6;
+    c.num_devices = 3;
+    c.feature_dim = 4;
+    c.hidden = 8;
+    c.device_embedding = 5;
+    c.chunk = chunk;
+    Rng rng(3);
+    std::vector<float> features(24);
+    for (float& f : features) f = static_cast<float>(rng.uniform01());
+    std::vector<uint8_t> allowed(18, 1);
+    allowed[2 * 3 + 0] = 0;
+    Policy policy(c, features, allowed);
+    ThreadPool pool(2);
+    if (chunk < 4) policy.use_pool(&pool);
+    const int batch = 4;
+    std::vector<double> uniforms(batch * 6);
+    for (double& u : uniforms) u = rng.uniform01();
+    std::vector<int32_t> actions;
     policy.sample(batch, uniforms, actions);
-    policy.update(actions, advantages, 0.1);
+    for (int k = 0; k < batch; ++k) EXPECT_NE(actions[k * 6 + 2], 0);
+    const std::vector<double> advantages = {0.7, -1.2, 0.3, 0.2};
+    for (double entropy_weight : {0.0, 0.5}) {
+      EXPECT_LT(policy.check_gradients(actions, advantages, entropy_weight), 1e-4);
+    }
+    // After a few updates (weights away from their initial values) they still agree.
+    for (int i = 0; i < 5; ++i) {
+      policy.sample(batch, uniforms, actions);
+      policy.update(actions, advantages, 0.1);
+    }
+    EXPECT_LT(policy.check_gradients(actions, advantages, 0.1), 1e-4);
   }
-  EXPECT_LT(policy.check_gradients(actions, advantages, 0.1), 1e-4);
 }
 
 TEST(RewardTest, CommandOutputIsParsed) {
