@@ -143,6 +143,7 @@ struct EncoderTrace {
 struct ChunkTrace {
   int first = 0;  // index of the chunk's first sample in the batch
   int batch = 0;  // samples in the chunk
+  DecodeMode mode = DecodeMode::kSample;
   std::vector<int32_t> actions;  // batch x G, sample-major
   std::vector<float> Gd, Cd, TCd, HC, A, U, Pr;
   std::vector<float> h0, scores, logits;
@@ -230,15 +231,17 @@ struct Policy::Impl {
     gemm(false, true, G, H, H, 1, tr.enc.data(), H, ptr(p.w_a), H, 0, tr.keys.data(), H);
   }
 
-  // Runs the encoder once and the decoder for `batch` sequences, in chunks of config.chunk
-  // samples; fills tr (and tr.actions). uniforms / forced: batch x G, sample-major, or null.
-  void decode(Trace& tr, int batch, DecodeMode mode, const double* uniforms,
+  // Runs the encoder once and the decoder for `batch` sequences decoded with `mode` (kSample:
+  // with `uniforms`, batch x G; kGreedy) followed by `num_forced` sequences forced to `forced`
+  // (num_forced x G), each part in chunks of config.chunk samples; fills tr (and tr.actions,
+  // (batch + num_forced) x G, sample-major).
+  void decode(Trace& tr, DecodeMode mode, int batch, const double* uniforms, int num_forced,
               const int32_t* forced) {
     torch::NoGradGuard no_grad;
     const int G = this->G(), H = this->H(), D = this->D(), E = this->E();
     const ParamsImpl& p = *params;
     encode(tr.encoder);
-    tr.batch = batch;
+    tr.batch = batch + num_forced;
     tr.version = version;
     tr.valid = true;
     // Input projections of every device embedding (and the start token D), biases included.
@@ -246,14 +249,23 @@ struct Policy::Impl {
     for (int d = 0; d <= D; ++d) std::memcpy(&tr.proj[d * 4 * H], ptr(p.bd), 4 * H * sizeof(float));
     gemm(false, true, D + 1, 4 * H, E, 1, ptr(p.emb), E, ptr(p.wd_ih), E, 1, tr.proj.data(), 4 * H);
     const int chunk = config.chunk;
-    tr.chunks.resize(static_cast<size_t>((batch + chunk - 1) / chunk));
+    const int free_chunks = (batch + chunk - 1) / chunk;
+    tr.chunks.resize(static_cast<size_t>(free_chunks + (num_forced + chunk - 1) / chunk));
+    for (size_t i = 0; i < tr.chunks.size(); ++i) {
+      ChunkTrace& ch = tr.chunks[i];
+      const bool is_forced = static_cast<int>(i) >= free_chunks;
+      const int start = is_forced ? batch + (static_cast<int>(i) - free_chunks) * chunk
+                                  : static_cast<int>(i) * chunk;
+      ch.first = start;
+      ch.batch = std::min(chunk, (is_forced ? batch + num_forced : batch) - start);
+      ch.mode = is_forced ? DecodeMode::kForced : mode;
+    }
     for_each_chunk(tr.chunks.size(), [&](size_t i) {
       ChunkTrace& ch = tr.chunks[i];
-      ch.first = static_cast<int>(i) * chunk;
-      ch.batch = std::min(chunk, batch - ch.first);
-      const size_t offset = static_cast<size_t>(ch.first) * G;
-      decode_chunk(tr, ch, mode, uniforms != nullptr ? uniforms + offset : nullptr,
-                   forced != nullptr ? forced + offset : nullptr);
+      const bool is_forced = ch.mode == DecodeMode::kForced;
+      const size_t offset = static_cast<size_t>(is_forced ? ch.first - batch : ch.first) * G;
+      decode_chunk(tr, ch, !is_forced && uniforms != nullptr ? uniforms + offset : nullptr,
+                   is_forced ? forced + offset : nullptr);
     });
     tr.actions.clear();
     for (const ChunkTrace& ch : tr.chunks) {
@@ -261,10 +273,11 @@ struct Policy::Impl {
     }
   }
 
-  void decode_chunk(const Trace& tr, ChunkTrace& ch, DecodeMode mode, const double* uniforms,
+  void decode_chunk(const Trace& tr, ChunkTrace& ch, const double* uniforms,
                     const int32_t* forced) {
     torch::NoGradGuard no_grad;  // per thread
     const int G = this->G(), H = this->H(), D = this->D(), K = ch.batch;
+    const DecodeMode mode = ch.mode;
     const ParamsImpl& p = *params;
     const EncoderTrace& en = tr.encoder;
     ch.actions.assign(static_cast<size_t>(K) * G, 0);
@@ -700,16 +713,19 @@ void Policy::reinitialize(uint64_t seed) {
   impl_->trace.valid = false;
 }
 
-void Policy::sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions) {
-  DPLACE_CHECK(batch > 0 &&
-               uniforms.size() == static_cast<size_t>(batch) * impl_->config.num_groups);
-  impl_->decode(impl_->trace, batch, DecodeMode::kSample, uniforms.data(), nullptr);
+void Policy::sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions,
+                    std::span<const int32_t> forced) {
+  const size_t G = static_cast<size_t>(impl_->config.num_groups);
+  DPLACE_CHECK(batch > 0 && uniforms.size() == static_cast<size_t>(batch) * G &&
+               forced.size() % G == 0);
+  impl_->decode(impl_->trace, DecodeMode::kSample, batch, uniforms.data(),
+                static_cast<int>(forced.size() / G), forced.data());
   actions = impl_->trace.actions;
 }
 
 std::vector<int32_t> Policy::greedy() {
   Trace tr;
-  impl_->decode(tr, 1, DecodeMode::kGreedy, nullptr, nullptr);
+  impl_->decode(tr, DecodeMode::kGreedy, 1, nullptr, 0, nullptr);
   return tr.actions;
 }
 
@@ -722,7 +738,7 @@ UpdateStats Policy::update(std::span<const int32_t> actions, std::span<const dou
   const bool reusable = tr.valid && tr.version == impl_->version && tr.batch == batch &&
                         std::equal(actions.begin(), actions.end(), tr.actions.begin());
   if (!reusable) {
-    impl_->decode(tr, batch, DecodeMode::kForced, nullptr, actions.data());
+    impl_->decode(tr, DecodeMode::kSample, 0, nullptr, batch, actions.data());
   }
   Impl::Gradients g = impl_->backward(tr, advantages, entropy_weight);
   double norm_sq = 0;
@@ -745,7 +761,7 @@ double Policy::check_gradients(std::span<const int32_t> actions, std::span<const
                                double entropy_weight) {
   const int batch = static_cast<int>(advantages.size());
   Trace tr;
-  impl_->decode(tr, batch, DecodeMode::kForced, nullptr, actions.data());
+  impl_->decode(tr, DecodeMode::kSample, 0, nullptr, batch, actions.data());
   Impl::Gradients fast = impl_->backward(tr, advantages, entropy_weight);
   std::vector<torch::Tensor> params = impl_->params->list();
   for (torch::Tensor& p : params) p.mutable_grad() = torch::Tensor();

@@ -90,7 +90,10 @@ class Policy {
   // Samples `batch` placements in one batched forward pass. uniforms: batch x num_groups values in
   // [0, 1) (drawn by the caller's seeded Rng), used by inverse-CDF sampling so results depend only
   // on them and the weights. actions (out): batch x num_groups device indices, sample-major.
-  void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions);
+  // forced: whole placements (a multiple of num_groups values) appended after the sampled ones and
+  // decoded in the same pass, so that update() on all rows reuses it; actions then holds them too.
+  void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions,
+              std::span<const int32_t> forced = {});
   // The most likely device of each group, chosen step by step (greedy decoding).
   std::vector<int32_t> greedy();
   // Runs the chunks of sample(), update() and greedy() on `pool`'s workers (nullptr: on the calling

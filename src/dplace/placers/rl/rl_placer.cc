@@ -183,6 +183,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
            [&](auto& k, auto& v) { o.normalize_advantages = parse_int(k, v, 0) != 0; }},
           {"threads", [&](auto& k, auto& v) { o.threads = parse_int(k, v, 1); }},
           {"chunk", [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 1)); }},
+          {"imitation", [&](auto& k, auto& v) { o.imitation = parse_double(k, v, 0, true); }},
           {"checkpoint", [&](auto&, auto& v) { o.checkpoint = v; }},
           {"checkpoint-every",
            [&](auto& k, auto& v) { o.checkpoint_every = static_cast<int>(parse_int(k, v, 1)); }},
@@ -356,7 +357,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   std::vector<int32_t> actions;
   std::vector<Outcome> outcomes(K);
   std::vector<double> penalised(K);
-  std::vector<double> advantages(K);
+  std::vector<double> advantages;
   const int64_t samples_at_start = state.samples;
   double last_progress = -1e9;
   auto print_progress = [&](const CurvePoint& p, bool force) {
@@ -391,7 +392,12 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     auto t0 = Clock::now();
     Rng rng(request.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(state.updates) + 1);
     for (double& u : uniforms) u = rng.uniform01();
-    policy.sample(K, uniforms, actions);
+    // Self-imitation: the best placement so far rides along as one more (forced) row.
+    const bool imitate = options.imitation > 0 && !state.best_actions.empty();
+    const double imitated_step_time_s = imitate ? state.best_step_time_s : 0;
+    policy.sample(
+        K, uniforms, actions,
+        imitate ? std::span<const int32_t>(state.best_actions) : std::span<const int32_t>());
     run.policy_seconds += seconds_since(t0);
 
     t0 = Clock::now();
@@ -420,7 +426,12 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       state.baseline = mean_reward;
       state.has_baseline = true;
     }
+    advantages.assign(imitate ? K + 1 : K, 0.0);
     for (int k = 0; k < K; ++k) advantages[k] = reward_of(penalised[k]) - state.baseline;
+    if (imitate) {
+      advantages[K] =
+          options.imitation * std::max(0.0, reward_of(imitated_step_time_s) - state.baseline);
+    }
     if (options.normalize_advantages && K > 1) {
       double var = 0;
       for (int k = 0; k < K; ++k) {

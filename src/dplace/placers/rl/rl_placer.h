@@ -54,6 +54,11 @@ struct RlOptions {
   // entropy schedule, keeping the best placement. 0: never. Default: 100 updates, 0.01 nats.
   int64_t restart_patience = 100;
   double restart_entropy = 0.01;
+  // Self-imitation (not in the paper; Oh et al., ICML 2018): every batch also trains on the best
+  // placement found so far, with advantage imitation * max(0, its reward - baseline) (then
+  // normalised like the others), pulling the policy towards its best sample instead of letting it
+  // settle on a worse one. 0: off. Default: 1.
+  double imitation = 1;
   // Divide the advantages (reward - baseline) by the batch's reward standard deviation, so that
   // the step size does not shrink as the rewards of a converging policy get closer. Default: on.
   bool normalize_advantages = true;
@@ -66,7 +71,7 @@ struct RlOptions {
   size_t threads = 0;
   // Samples per policy chunk: the policy decodes and back-propagates a batch in chunks of this
   // many samples on the workers (PolicyConfig::chunk); results do not depend on `threads`.
-  int chunk = 8;  // Default: 8.
+  int chunk = 8;              // Default: 8.
   std::string checkpoint;     // resume from / save to this file; empty: none. Default: none.
   int checkpoint_every = 25;  // updates between checkpoint saves (and one at the end).
   std::string curve;          // learning-curve CSV path; empty: none. Default: none.
@@ -80,10 +85,10 @@ struct RlOptions {
 };
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/limited/off),
-// sole-consumer-limit, batch, restart-patience, restart-entropy, samples, hidden, embedding, lr,
-// clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
-// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, progress-seconds. Throws
-// ConfigError for an unknown key or a bad value, naming both.
+// sole-consumer-limit, batch, restart-patience, restart-entropy, imitation, samples, hidden,
+// embedding, lr, clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time, threads,
+// chunk, checkpoint, checkpoint-every, curve, init (none/expert), init-steps, measure-cmd,
+// progress-seconds. Throws ConfigError for an unknown key or a bad value, naming both.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).

@@ -172,10 +172,8 @@ TEST(RlPlacerTest, SameSeedGivesSameRunForAnyThreadCount) {
   EXPECT_EQ(a.result.placement, c.result.placement);
   EXPECT_EQ(a.greedy_group_devices, c.greedy_group_devices);
   // Chunks of 3 samples (3 + 3 + 2) decoded and back-propagated on 1 or 2 threads.
-  const RlRun e =
-      run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"chunk", "3"}, {"threads", "1"}});
-  const RlRun f =
-      run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"chunk", "3"}, {"threads", "2"}});
+  const RlRun e = run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"chunk", "3"}, {"threads", "1"}});
+  const RlRun f = run(*p, 7, {{"samples", "96"}, {"batch", "8"}, {"chunk", "3"}, {"threads", "2"}});
   expect_same_learning(e.curve, f.curve);
   EXPECT_EQ(e.result.placement, f.result.placement);
   // Another seed explores differently.
@@ -374,6 +372,50 @@ TEST(PolicyTest, HandWrittenGradientsMatchAutograd) {
     }
     EXPECT_LT(policy.check_gradients(actions, advantages, 0.1), 1e-4);
   }
+}
+
+TEST(PolicyTest, ForcedRowsRideAlongWithTheSamples) {
+  // Two identical policies (chunks of one sample, so both passes below sum in the same order).
+  PolicyConfig c;
+  c.num_groups = 6;
+  c.num_devices = 3;
+  c.feature_dim = 4;
+  c.hidden = 8;
+  c.device_embedding = 5;
+  c.chunk = 1;
+  c.learning_rate = 0.01;
+  Rng rng(5);
+  std::vector<float> features(24);
+  for (float& f : features) f = static_cast<float>(rng.uniform01());
+  const std::vector<uint8_t> allowed(18, 1);
+  Policy a(c, features, allowed);
+  Policy b(c, features, allowed);
+  std::vector<double> uniforms(4 * 6);
+  for (double& u : uniforms) u = rng.uniform01();
+  const std::vector<int32_t> best = {2, 0, 1, 1, 2, 0};
+  std::vector<int32_t> with_best;
+  std::vector<int32_t> plain;
+  a.sample(4, uniforms, with_best, best);
+  b.sample(4, uniforms, plain);
+  ASSERT_EQ(with_best.size(), 5u * 6);
+  EXPECT_TRUE(std::equal(plain.begin(), plain.end(), with_best.begin()));
+  EXPECT_TRUE(std::equal(best.begin(), best.end(), with_best.begin() + 24));
+  // Updating on all five rows gives the same weights whether the pass is reused (a) or recomputed
+  // (b: its last pass had four rows).
+  const std::vector<double> advantages = {0.5, -1.0, 0.2, -0.1, 1.5};
+  a.update(with_best, advantages, 0.1);
+  b.update(with_best, advantages, 0.1);
+  EXPECT_EQ(a.greedy(), b.greedy());
+  a.sample(4, uniforms, with_best);
+  b.sample(4, uniforms, plain);
+  EXPECT_EQ(with_best, plain);
+  // Training on the forced row alone teaches the policy that placement.
+  const std::vector<double> only_best = {0, 0, 0, 0, 1};
+  for (int i = 0; i < 100; ++i) {
+    a.sample(4, uniforms, with_best, best);
+    a.update(with_best, only_best, 0.0);
+  }
+  EXPECT_EQ(a.greedy(), best);
 }
 
 TEST(RewardTest, CommandOutputIsParsed) {
