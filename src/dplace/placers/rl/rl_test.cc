@@ -335,21 +335,32 @@ TEST(RlPlacerTest, MeasureCommandProvidesTheReward) {
   }
 }
 
+// A small policy: 6 groups, 3 devices, 4 features, hidden 8, embedding 5.
+PolicyConfig small_policy_config(int chunk) {
+  PolicyConfig c;
+  c.num_groups = 6;
+  c.num_devices = 3;
+  c.feature_dim = 4;
+  c.hidden = 8;
+  c.device_embedding = 5;
+  c.chunk = chunk;
+  return c;
+}
+
+std::vector<float> random_features(Rng& rng) {
+  std::vector<float> features(24);
+  for (float& f : features) f = static_cast<float>(rng.uniform01());
+  return features;
+}
+
 TEST(PolicyTest, HandWrittenGradientsMatchAutograd) {
   // 6 groups, 3 devices; group 2 may not use device 0. The batch of 4 runs as one chunk, and as
   // chunks of 3 + 1 on two threads.
   for (int chunk : {8, 3}) {
     SCOPED_TRACE(chunk);
-    PolicyConfig c;
-    c.num_groups = 6;
-    c.num_devices = 3;
-    c.feature_dim = 4;
-    c.hidden = 8;
-    c.device_embedding = 5;
-    c.chunk = chunk;
+    const PolicyConfig c = small_policy_config(chunk);
     Rng rng(3);
-    std::vector<float> features(24);
-    for (float& f : features) f = static_cast<float>(rng.uniform01());
+    const std::vector<float> features = random_features(rng);
     std::vector<uint8_t> allowed(18, 1);
     allowed[2 * 3 + 0] = 0;
     Policy policy(c, features, allowed);
@@ -376,17 +387,10 @@ TEST(PolicyTest, HandWrittenGradientsMatchAutograd) {
 
 TEST(PolicyTest, ForcedRowsRideAlongWithTheSamples) {
   // Two identical policies (chunks of one sample, so both passes below sum in the same order).
-  PolicyConfig c;
-  c.num_groups = 6;
-  c.num_devices = 3;
-  c.feature_dim = 4;
-  c.hidden = 8;
-  c.device_embedding = 5;
-  c.chunk = 1;
+  PolicyConfig c = small_policy_config(1);
   c.learning_rate = 0.01;
   Rng rng(5);
-  std::vector<float> features(24);
-  for (float& f : features) f = static_cast<float>(rng.uniform01());
+  const std::vector<float> features = random_features(rng);
   const std::vector<uint8_t> allowed(18, 1);
   Policy a(c, features, allowed);
   Policy b(c, features, allowed);
