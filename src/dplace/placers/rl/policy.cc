@@ -1,7 +1,8 @@
 // The only translation unit of dplace that includes LibTorch (see policy.h).
 //
-// Layout of the fast engine (row-major float buffers; G groups, K samples, H hidden, E device
-// embedding, D devices, F features):
+// Layout of the fast engine (row-major float buffers; G groups, K samples of one chunk, H hidden,
+// E device embedding, D devices, F features). The encoder runs once per batch; the decoder and its
+// backward pass run per chunk of samples (ChunkTrace), chunks in parallel on the pool:
 //   encoder  X (G x H) = tanh(features W_in^T + b_in); Ge (G x 4H) LSTM gates after activation,
 //            in PyTorch's order [i f g o]; Ce, TCe (G x H) cell state and tanh(cell); enc (G x H)
 //            hidden states; keys (G x H) = enc W_a^T.
@@ -12,7 +13,8 @@
 //   dW_o = dl^T U, dU = dl W_o, dUpre = dU (1 - U^2), dW_c = dUpre^T HC, dHC = dUpre W_c,
 //   dA = dctx enc^T, dS = A (dA - rowsum(A dA)), dh += dS keys, dkeys = dS^T h, denc += A^T dctx,
 //   then the LSTM recurrences backwards in time (the only sequential part), then the weight
-//   gradients of both LSTMs as single products over all steps.
+//   gradients of both LSTMs as single products over all steps. The chunks' decoder gradients and
+//   their contributions to denc and dkeys are summed in chunk order before the encoder's pass.
 #include "dplace/placers/rl/policy.h"
 
 #include <dlfcn.h>
