@@ -97,6 +97,25 @@ void lstm_gates(float* z, int rows, int H) {
   }
 }
 
+// Back-propagates one row through one LSTM step (gates z after activation, tc = tanh(cell),
+// c_prev the previous cell or null for zeros). dh = dh_out + dh_rec is the gradient on the row's
+// hidden state; dc holds the gradient on its cell coming from the next step and is replaced by the
+// gradient on c_prev. Writes the gradient on the pre-activation gates to dz (4H).
+void lstm_step_backward(const float* z, const float* tc, const float* c_prev, const float* dh_out,
+                        const float* dh_rec, float* dc, float* dz, int H) {
+  for (int j = 0; j < H; ++j) {
+    const float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
+    const float cp = c_prev != nullptr ? c_prev[j] : 0.0f;
+    const float dh = dh_out[j] + dh_rec[j];
+    const float dcj = dc[j] + dh * o * (1.0f - tc[j] * tc[j]);
+    dz[j] = dcj * g * i * (1.0f - i);
+    dz[H + j] = dcj * cp * f * (1.0f - f);
+    dz[2 * H + j] = dcj * i * (1.0f - g * g);
+    dz[3 * H + j] = dh * tc[j] * o * (1.0f - o);
+    dc[j] = dcj * f;
+  }
+}
+
 // The parameters, registered so that LibTorch serialises them and Adam updates them.
 struct ParamsImpl : torch::nn::Module {
   explicit ParamsImpl(const PolicyConfig& c) {
@@ -490,19 +509,8 @@ struct Policy::Impl {
         const float* z = &ch.Gd[r * 4 * H];
         const float* tc = &ch.TCd[r * H];
         const float* cp = t > 0 ? &ch.Cd[(r - K) * H] : c_init;
-        float* dzr = &dz[r * 4 * H];
-        float* dh_next = &ch.dh_next[k * H];
-        float* dc_next = &ch.dc_next[k * H];
-        for (int j = 0; j < H; ++j) {
-          const float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
-          const float dh = dhc[r * 2 * H + j] + dh_next[j];
-          const float dc = dc_next[j] + dh * o * (1.0f - tc[j] * tc[j]);
-          dzr[j] = dc * g * i * (1.0f - i);
-          dzr[H + j] = dc * cp[j] * f * (1.0f - f);
-          dzr[2 * H + j] = dc * i * (1.0f - g * g);
-          dzr[3 * H + j] = dh * tc[j] * o * (1.0f - o);
-          dc_next[j] = dc * f;
-        }
+        lstm_step_backward(z, tc, cp, &dhc[r * 2 * H], &ch.dh_next[k * H], &ch.dc_next[k * H],
+                           &dz[r * 4 * H], H);
       }
       gemm(false, false, K, H, 4 * H, 1, &dz[row0 * 4 * H], 4 * H, ptr(p.wd_hh), H, 0,
            ch.dh_next.data(), H);
@@ -598,17 +606,8 @@ struct Policy::Impl {
       const float* z = &en.Ge[static_cast<size_t>(t) * 4 * H];
       const float* tc = &en.TCe[t * H];
       float* dzr = &dze[static_cast<size_t>(t) * 4 * H];
-      for (int j = 0; j < H; ++j) {
-        const float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
-        const float cp = t > 0 ? en.Ce[(t - 1) * H + j] : 0.0f;
-        const float dh = denc[t * H + j] + dhe[j];
-        const float dc = dce[j] + dh * o * (1.0f - tc[j] * tc[j]);
-        dzr[j] = dc * g * i * (1.0f - i);
-        dzr[H + j] = dc * cp * f * (1.0f - f);
-        dzr[2 * H + j] = dc * i * (1.0f - g * g);
-        dzr[3 * H + j] = dh * tc[j] * o * (1.0f - o);
-        dce[j] = dc * f;
-      }
+      lstm_step_backward(z, tc, t > 0 ? &en.Ce[(t - 1) * H] : nullptr, &denc[t * H], dhe.data(),
+                         dce.data(), dzr, H);
       gemm(false, false, 1, H, 4 * H, 1, dzr, 4 * H, ptr(p.we_hh), H, 0, dhe.data(), H);
     }
     if (G > 1) {

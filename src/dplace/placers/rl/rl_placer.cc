@@ -393,8 +393,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     Rng rng(request.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(state.updates) + 1);
     for (double& u : uniforms) u = rng.uniform01();
     // Self-imitation: the best placement so far rides along as one more (forced) row.
+    const double best_before = state.best_actions.empty() ? INFINITY : state.best_step_time_s;
     const bool imitate = options.imitation > 0 && !state.best_actions.empty();
-    const double imitated_step_time_s = imitate ? state.best_step_time_s : 0;
     policy.sample(
         K, uniforms, actions,
         imitate ? std::span<const int32_t>(state.best_actions) : std::span<const int32_t>());
@@ -405,7 +405,6 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     source->evaluate(placements, outcomes);
     run.evaluate_seconds += seconds_since(t0);
 
-    const double best_before = state.best_actions.empty() ? INFINITY : state.best_step_time_s;
     double mean_reward = 0;
     double mean_time = 0;
     double batch_best = INFINITY;
@@ -429,8 +428,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     advantages.assign(imitate ? K + 1 : K, 0.0);
     for (int k = 0; k < K; ++k) advantages[k] = reward_of(penalised[k]) - state.baseline;
     if (imitate) {
-      advantages[K] =
-          options.imitation * std::max(0.0, reward_of(imitated_step_time_s) - state.baseline);
+      advantages[K] = options.imitation * std::max(0.0, reward_of(best_before) - state.baseline);
     }
     if (options.normalize_advantages && K > 1) {
       double var = 0;
