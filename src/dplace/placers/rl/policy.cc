@@ -6,13 +6,19 @@
 //   encoder  X (G x H) = tanh(features W_in^T + b_in); Ge (G x 4H) LSTM gates after activation,
 //            in PyTorch's order [i f g o]; Ce, TCe (G x H) cell state and tanh(cell); enc (G x H)
 //            hidden states; keys (G x H) = enc W_a^T.
-//   decoder  per step t and sample k, row t*K + k of: Gd (4H) gates; Cd, TCd (H); HC (2H) the
-//            hidden state h and the attention context side by side (the input of W_c); A (G)
-//            attention weights; U (H) = tanh(W_c [h; ctx] + b_c); Pr (D) device probabilities.
-// Backward (REINFORCE + entropy), with dl = d loss / d logits per row:
+//   decoder  one row per step and distinct prefix: the decoder's state at step t depends only on
+//            the devices chosen before t, so samples of a chunk that agree on them share a row
+//            (prefix sharing: a converged policy samples the same prefixes over and over, and
+//            those rows are computed once). Per row: Hp (H) the previous hidden state; Gd (4H)
+//            gates; Cd, TCd (H); HC (2H) the hidden state h and the attention context side by
+//            side (the input of W_c); A (G) attention weights; U (H) = tanh(W_c [h; ctx] + b_c);
+//            Pr (D) device probabilities. Each sample draws its own device from its row.
+// Backward (REINFORCE + entropy), with dl = d loss / d logits per row (summed over the row's
+// samples; the backward pass is linear in it, so a shared row is back-propagated once):
 //   dW_o = dl^T U, dU = dl W_o, dUpre = dU (1 - U^2), dW_c = dUpre^T HC, dHC = dUpre W_c,
 //   dA = dctx enc^T, dS = A (dA - rowsum(A dA)), dh += dS keys, dkeys = dS^T h, denc += A^T dctx,
-//   then the LSTM recurrences backwards in time (the only sequential part), then the weight
+//   then the LSTM recurrences backwards in time (the only sequential part; a row's recurrent
+//   gradients are added to its parent row's), then the weight
 //   gradients of both LSTMs as single products over all steps. The chunks' decoder gradients and
 //   their contributions to denc and dkeys are summed in chunk order before the encoder's pass.
 #include "dplace/placers/rl/policy.h"
@@ -152,25 +158,29 @@ TORCH_MODULE(Params);
 
 float* ptr(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
-enum class DecodeMode { kSample, kGreedy, kForced };
+enum class DecodeMode { kSample, kGreedy };
 
 // Encoder activations, shared by every sample of a batch.
 struct EncoderTrace {
   std::vector<float> X, Ge, Ce, TCe, enc, keys;
 };
 
-// Decoder activations of one chunk of samples (rows t * batch + k), and the buffers and partial
-// results of its backward pass; kept between updates so that the buffers are reused.
+// Decoder activations of one chunk of samples, and the buffers and partial results of its
+// backward pass; kept between updates so that the buffers are reused.
 struct ChunkTrace {
   int first = 0;  // index of the chunk's first sample in the batch
   int batch = 0;  // samples in the chunk
+  int free = 0;   // the first `free` samples are decoded with `mode`, the others are forced
   DecodeMode mode = DecodeMode::kSample;
   std::vector<int32_t> actions;  // batch x G, sample-major
-  std::vector<float> Gd, Cd, TCd, HC, A, U, Pr;
-  std::vector<float> h0, scores, logits;
-  std::vector<int32_t> prev;
+  // Rows (see the file comment): those of step t are [step_begin[t], step_begin[t + 1]); a row's
+  // parent is the row of step t - 1 it continues (-1 at t = 0) and input the device fed to it (D:
+  // the start token); row_of[t * batch + k] is sample k's row at step t.
+  std::vector<int32_t> step_begin, parent, input, row_of;
+  std::vector<float> Gd, Cd, TCd, HC, Hp, A, U, Pr;
+  std::vector<float> scores, logits;
   // Backward buffers.
-  std::vector<float> dl, du, dhc, da, dz, dh_next, dc_next, dproj;
+  std::vector<float> dl, du, dhc, da, dz, dh_rec, dc_rec, dh_prev, dproj;
   // Backward results: gradients of the decoder-side parameters (indices of ParamsImpl::list();
   // the encoder-side entries stay zero), the gradient reaching the encoder outputs, the attention
   // keys and the encoder's final state, and the chunk's terms of the loss.
@@ -254,8 +264,11 @@ struct Policy::Impl {
 
   // Runs the encoder once and the decoder for `batch` sequences decoded with `mode` (kSample:
   // with `uniforms`, batch x G; kGreedy) followed by `num_forced` sequences forced to `forced`
-  // (num_forced x G), each part in chunks of config.chunk samples; fills tr (and tr.actions,
-  // (batch + num_forced) x G, sample-major).
+  // (num_forced x G); fills tr (and tr.actions, (batch + num_forced) x G, sample-major). The
+  // batch + num_forced sequences are cut into max(1, floor(n / config.chunk)) chunks of
+  // config.chunk, the last one taking the remainder: the chunks depend only on the total, so a
+  // pass recomputed with every sequence forced (update()) has the same chunks, and the forced
+  // best placement of self-imitation shares its prefixes with the last chunk's samples.
   void decode(Trace& tr, DecodeMode mode, int batch, const double* uniforms, int num_forced,
               const int32_t* forced) {
     torch::NoGradGuard no_grad;
@@ -270,23 +283,25 @@ struct Policy::Impl {
     for (int d = 0; d <= D; ++d) std::memcpy(&tr.proj[d * 4 * H], ptr(p.bd), 4 * H * sizeof(float));
     gemm(false, true, D + 1, 4 * H, E, 1, ptr(p.emb), E, ptr(p.wd_ih), E, 1, tr.proj.data(), 4 * H);
     const int chunk = config.chunk;
-    const int free_chunks = (batch + chunk - 1) / chunk;
-    tr.chunks.resize(static_cast<size_t>(free_chunks + (num_forced + chunk - 1) / chunk));
-    for (size_t i = 0; i < tr.chunks.size(); ++i) {
+    const int total = batch + num_forced;
+    const int num_chunks = std::max(1, total / chunk);
+    tr.chunks.resize(static_cast<size_t>(num_chunks));
+    for (int i = 0; i < num_chunks; ++i) {
       ChunkTrace& ch = tr.chunks[i];
-      const bool is_forced = static_cast<int>(i) >= free_chunks;
-      const int start = is_forced ? batch + (static_cast<int>(i) - free_chunks) * chunk
-                                  : static_cast<int>(i) * chunk;
-      ch.first = start;
-      ch.batch = std::min(chunk, (is_forced ? batch + num_forced : batch) - start);
-      ch.mode = is_forced ? DecodeMode::kForced : mode;
+      ch.first = i * chunk;
+      ch.batch = (i + 1 == num_chunks ? total : (i + 1) * chunk) - ch.first;
+      ch.free = std::clamp(batch - ch.first, 0, ch.batch);
+      ch.mode = mode;
     }
     for_each_chunk(tr.chunks.size(), [&](size_t i) {
       ChunkTrace& ch = tr.chunks[i];
-      const bool is_forced = ch.mode == DecodeMode::kForced;
-      const size_t offset = static_cast<size_t>(is_forced ? ch.first - batch : ch.first) * G;
-      decode_chunk(tr, ch, !is_forced && uniforms != nullptr ? uniforms + offset : nullptr,
-                   is_forced ? forced + offset : nullptr);
+      const double* u = ch.free > 0 && uniforms != nullptr
+                            ? uniforms + static_cast<size_t>(ch.first) * G
+                            : nullptr;
+      const int32_t* f = ch.free < ch.batch
+                             ? forced + static_cast<size_t>(std::max(ch.first, batch) - batch) * G
+                             : nullptr;
+      decode_chunk(tr, ch, u, f);
     });
     tr.actions.clear();
     for (const ChunkTrace& ch : tr.chunks) {
@@ -294,6 +309,7 @@ struct Policy::Impl {
     }
   }
 
+  // uniforms: ch.free x G (kSample); forced: (ch.batch - ch.free) x G.
   void decode_chunk(const Trace& tr, ChunkTrace& ch, const double* uniforms,
                     const int32_t* forced) {
     torch::NoGradGuard no_grad;  // per thread
@@ -302,68 +318,74 @@ struct Policy::Impl {
     const ParamsImpl& p = *params;
     const EncoderTrace& en = tr.encoder;
     ch.actions.assign(static_cast<size_t>(K) * G, 0);
-    const size_t rows = static_cast<size_t>(G) * K;
-    ch.Gd.resize(rows * 4 * H);
-    ch.Cd.resize(rows * H);
-    ch.TCd.resize(rows * H);
-    ch.HC.resize(rows * 2 * H);
-    ch.A.resize(rows * G);
-    ch.U.resize(rows * H);
-    ch.Pr.resize(rows * D);
-
-    // Initial state: the encoder's final state for every sample.
-    ch.h0.resize(static_cast<size_t>(K) * H);
-    for (int k = 0; k < K; ++k) std::memcpy(&ch.h0[k * H], &en.enc[(G - 1) * H], H * sizeof(float));
+    // At most one row per sample and step; most runs use far fewer (prefix sharing).
+    const size_t max_rows = static_cast<size_t>(G) * K;
+    ch.Gd.resize(max_rows * 4 * H);
+    ch.Cd.resize(max_rows * H);
+    ch.TCd.resize(max_rows * H);
+    ch.HC.resize(max_rows * 2 * H);
+    ch.Hp.resize(max_rows * H);
+    ch.A.resize(max_rows * G);
+    ch.U.resize(max_rows * H);
+    ch.Pr.resize(max_rows * D);
+    ch.row_of.assign(max_rows, 0);
+    ch.step_begin.assign(static_cast<size_t>(G) + 1, 0);
+    // Step 0: every sample starts from the encoder's final state and the start token.
+    ch.parent.assign(1, -1);
+    ch.input.assign(1, D);
+    const float* h_init = &en.enc[(G - 1) * H];
     const float* c_init = &en.Ce[(G - 1) * H];
 
-    ch.prev.assign(K, D);
     ch.scores.resize(static_cast<size_t>(K) * G);
     ch.logits.resize(static_cast<size_t>(K) * D);
     for (int t = 0; t < G; ++t) {
-      const size_t row0 = static_cast<size_t>(t) * K;
+      const size_t row0 = static_cast<size_t>(ch.step_begin[t]);
+      const int n = static_cast<int>(ch.parent.size() - row0);
       float* z = &ch.Gd[row0 * 4 * H];
-      for (int k = 0; k < K; ++k) {
-        std::memcpy(z + static_cast<size_t>(k) * 4 * H, &tr.proj[ch.prev[k] * 4 * H],
+      float* hp = &ch.Hp[row0 * H];
+      for (int i = 0; i < n; ++i) {
+        const size_t r = row0 + i;
+        std::memcpy(z + static_cast<size_t>(i) * 4 * H, &tr.proj[ch.input[r] * 4 * H],
                     4 * H * sizeof(float));
+        const float* h_prev = t > 0 ? &ch.HC[static_cast<size_t>(ch.parent[r]) * 2 * H] : h_init;
+        std::memcpy(hp + static_cast<size_t>(i) * H, h_prev, H * sizeof(float));
       }
-      const float* h_prev = t > 0 ? &ch.HC[(row0 - K) * 2 * H] : ch.h0.data();
-      const int ld_prev = t > 0 ? 2 * H : H;
-      gemm(false, true, K, 4 * H, H, 1, h_prev, ld_prev, ptr(p.wd_hh), H, 1, z, 4 * H);
-      lstm_gates(z, K, H);
+      gemm(false, true, n, 4 * H, H, 1, hp, H, ptr(p.wd_hh), H, 1, z, 4 * H);
+      lstm_gates(z, n, H);
       float* c = &ch.Cd[row0 * H];
       float* tc = &ch.TCd[row0 * H];
-      for (int k = 0; k < K; ++k) {
-        const float* zk = z + static_cast<size_t>(k) * 4 * H;
-        const float* cp = t > 0 ? &ch.Cd[(row0 - K + k) * H] : c_init;
-        for (int j = 0; j < H; ++j) c[k * H + j] = zk[H + j] * cp[j] + zk[j] * zk[2 * H + j];
+      for (int i = 0; i < n; ++i) {
+        const float* zi = z + static_cast<size_t>(i) * 4 * H;
+        const float* cp = t > 0 ? &ch.Cd[static_cast<size_t>(ch.parent[row0 + i]) * H] : c_init;
+        for (int j = 0; j < H; ++j) c[i * H + j] = zi[H + j] * cp[j] + zi[j] * zi[2 * H + j];
       }
-      std::memcpy(tc, c, static_cast<size_t>(K) * H * sizeof(float));
-      tanh_inplace(tc, static_cast<int64_t>(K) * H);
+      std::memcpy(tc, c, static_cast<size_t>(n) * H * sizeof(float));
+      tanh_inplace(tc, static_cast<int64_t>(n) * H);
       float* hc = &ch.HC[row0 * 2 * H];
-      for (int k = 0; k < K; ++k) {
-        const float* zk = z + static_cast<size_t>(k) * 4 * H;
-        for (int j = 0; j < H; ++j) hc[k * 2 * H + j] = zk[3 * H + j] * tc[k * H + j];
+      for (int i = 0; i < n; ++i) {
+        const float* zi = z + static_cast<size_t>(i) * 4 * H;
+        for (int j = 0; j < H; ++j) hc[i * 2 * H + j] = zi[3 * H + j] * tc[i * H + j];
       }
       // Attention over the encoder outputs.
       float* scores = ch.scores.data();
-      gemm(false, true, K, G, H, 1, hc, 2 * H, en.keys.data(), H, 0, scores, G);
+      gemm(false, true, n, G, H, 1, hc, 2 * H, en.keys.data(), H, 0, scores, G);
       float* a = &ch.A[row0 * G];
       {
-        torch::Tensor out = torch::from_blob(a, {K, G}, torch::kFloat32);
-        at::_softmax_out(out, torch::from_blob(scores, {K, G}, torch::kFloat32), 1, false);
+        torch::Tensor out = torch::from_blob(a, {n, G}, torch::kFloat32);
+        at::_softmax_out(out, torch::from_blob(scores, {n, G}, torch::kFloat32), 1, false);
       }
-      gemm(false, false, K, H, G, 1, a, G, en.enc.data(), H, 0, hc + H, 2 * H);
+      gemm(false, false, n, H, G, 1, a, G, en.enc.data(), H, 0, hc + H, 2 * H);
       float* u = &ch.U[row0 * H];
-      for (int k = 0; k < K; ++k) std::memcpy(u + k * H, ptr(p.b_c), H * sizeof(float));
-      gemm(false, true, K, H, 2 * H, 1, hc, 2 * H, ptr(p.w_c), 2 * H, 1, u, H);
-      tanh_inplace(u, static_cast<int64_t>(K) * H);
+      for (int i = 0; i < n; ++i) std::memcpy(u + i * H, ptr(p.b_c), H * sizeof(float));
+      gemm(false, true, n, H, 2 * H, 1, hc, 2 * H, ptr(p.w_c), 2 * H, 1, u, H);
+      tanh_inplace(u, static_cast<int64_t>(n) * H);
       float* logits = ch.logits.data();
-      for (int k = 0; k < K; ++k) std::memcpy(&logits[k * D], ptr(p.b_o), D * sizeof(float));
-      gemm(false, true, K, D, H, 1, u, H, ptr(p.w_o), H, 1, logits, D);
+      for (int i = 0; i < n; ++i) std::memcpy(&logits[i * D], ptr(p.b_o), D * sizeof(float));
+      gemm(false, true, n, D, H, 1, u, H, ptr(p.w_o), H, 1, logits, D);
       float* pr = &ch.Pr[row0 * D];
       const float* m = &mask[static_cast<size_t>(t) * D];
-      for (int k = 0; k < K; ++k) {
-        float* l = &logits[k * D];
+      for (int i = 0; i < n; ++i) {
+        float* l = &logits[i * D];
         float top = -INFINITY;
         for (int d = 0; d < D; ++d) {
           l[d] += m[d];
@@ -371,14 +393,21 @@ struct Policy::Impl {
         }
         float sum = 0;
         for (int d = 0; d < D; ++d) {
-          pr[k * D + d] = m[d] < 0 ? 0.0f : std::exp(l[d] - top);
-          sum += pr[k * D + d];
+          pr[i * D + d] = m[d] < 0 ? 0.0f : std::exp(l[d] - top);
+          sum += pr[i * D + d];
         }
-        for (int d = 0; d < D; ++d) pr[k * D + d] /= sum;
+        for (int d = 0; d < D; ++d) pr[i * D + d] /= sum;
+      }
+      // Each sample chooses from its row's distribution; samples that share a row and choose the
+      // same device share a row at the next step.
+      const size_t next0 = ch.parent.size();
+      if (t + 1 < G) ch.step_begin[t + 1] = static_cast<int32_t>(next0);
+      for (int k = 0; k < K; ++k) {
+        const int32_t r = ch.row_of[static_cast<size_t>(t) * K + k];
+        const float* row = &ch.Pr[static_cast<size_t>(r) * D];
         int choice = -1;
-        const float* row = &pr[k * D];
-        if (mode == DecodeMode::kForced) {
-          choice = forced[static_cast<size_t>(k) * G + t];
+        if (k >= ch.free) {
+          choice = forced[static_cast<size_t>(k - ch.free) * G + t];
           DPLACE_CHECK(choice >= 0 && choice < D && row[choice] > 0)
               << "forced action " << choice << " is not an allowed device of group " << t;
         } else if (mode == DecodeMode::kSample) {
@@ -397,9 +426,19 @@ struct Policy::Impl {
         }
         DPLACE_CHECK(choice >= 0) << "policy produced no allowed device for group " << t;
         ch.actions[static_cast<size_t>(k) * G + t] = choice;
-        ch.prev[k] = choice;
+        if (t + 1 == G) continue;
+        size_t next = next0;
+        while (next < ch.parent.size() && (ch.parent[next] != r || ch.input[next] != choice)) {
+          ++next;
+        }
+        if (next == ch.parent.size()) {
+          ch.parent.push_back(r);
+          ch.input.push_back(choice);
+        }
+        ch.row_of[static_cast<size_t>(t + 1) * K + k] = static_cast<int32_t>(next);
       }
     }
+    ch.step_begin[G] = static_cast<int32_t>(ch.parent.size());
   }
 
   // ---- fast engine: backward ----
@@ -408,6 +447,7 @@ struct Policy::Impl {
     std::vector<torch::Tensor> grads;  // matching ParamsImpl::list()
     double loss = 0;
     double entropy = 0;
+    double decoder_rows_fraction = 1;
   };
 
   // The decoder side of the backward pass for one chunk; `batch` is the whole batch's size (the
@@ -416,7 +456,6 @@ struct Policy::Impl {
                       int batch, double entropy_weight) {
     torch::NoGradGuard no_grad;  // per thread
     const int G = this->G(), H = this->H(), D = this->D(), E = this->E(), K = ch.batch;
-    const size_t rows = static_cast<size_t>(G) * K;
     const ParamsImpl& p = *params;
     const EncoderTrace& en = tr.encoder;
     const std::vector<torch::Tensor> list = p.list();
@@ -433,15 +472,16 @@ struct Policy::Impl {
     float* g_w_o = ch.grads[12].data();
     float* g_b_o = ch.grads[13].data();
 
-    // d loss / d logits.
-    ch.dl.resize(rows * D);
+    // d loss / d logits, summed over the samples that share each row.
+    const size_t rows = static_cast<size_t>(ch.step_begin[G]);
+    ch.dl.assign(rows * D, 0.0f);
     float* dl = ch.dl.data();
     const double beta = entropy_weight / batch;
     ch.log_prob_term = 0;
     ch.entropy_sum = 0;
     for (int t = 0; t < G; ++t) {
       for (int k = 0; k < K; ++k) {
-        const size_t r = static_cast<size_t>(t) * K + k;
+        const size_t r = static_cast<size_t>(ch.row_of[static_cast<size_t>(t) * K + k]);
         const float* pr = &ch.Pr[r * D];
         const int a = ch.actions[static_cast<size_t>(k) * G + t];
         const double advantage = advantages[ch.first + k];
@@ -455,7 +495,7 @@ struct Policy::Impl {
         for (int d = 0; d < D; ++d) {
           double v = coef * (pr[d] - (d == a ? 1.0 : 0.0));
           if (pr[d] > 0) v += beta * pr[d] * (std::log(static_cast<double>(pr[d])) + ent);
-          dl[r * D + d] = static_cast<float>(v);
+          dl[r * D + d] += static_cast<float>(v);
         }
       }
     }
@@ -496,58 +536,52 @@ struct Policy::Impl {
     ch.dkeys.resize(static_cast<size_t>(G) * H);
     gemm(true, false, G, H, R, 1, da, G, ch.HC.data(), 2 * H, 0, ch.dkeys.data(), H);
 
-    // Decoder LSTM, backwards in time.
+    // Decoder LSTM, backwards in time. A row's gradients on its previous hidden state and cell go
+    // to its parent row (at t = 0: to the encoder's final state).
     ch.dz.resize(rows * 4 * H);
     float* dz = ch.dz.data();
-    ch.dh_next.assign(static_cast<size_t>(K) * H, 0.0f);
-    ch.dc_next.assign(static_cast<size_t>(K) * H, 0.0f);
+    ch.dh_rec.assign(rows * H, 0.0f);
+    ch.dc_rec.assign(rows * H, 0.0f);
+    ch.dh_prev.resize(static_cast<size_t>(K) * H);
+    ch.dh_final.assign(H, 0.0f);
+    ch.dc_final.assign(H, 0.0f);
     const float* c_init = &en.Ce[(G - 1) * H];
     for (int t = G - 1; t >= 0; --t) {
-      const size_t row0 = static_cast<size_t>(t) * K;
-      for (int k = 0; k < K; ++k) {
-        const size_t r = row0 + k;
-        const float* z = &ch.Gd[r * 4 * H];
-        const float* tc = &ch.TCd[r * H];
-        const float* cp = t > 0 ? &ch.Cd[(r - K) * H] : c_init;
-        lstm_step_backward(z, tc, cp, &dhc[r * 2 * H], &ch.dh_next[k * H], &ch.dc_next[k * H],
-                           &dz[r * 4 * H], H);
+      const size_t row0 = static_cast<size_t>(ch.step_begin[t]);
+      const int n = ch.step_begin[t + 1] - ch.step_begin[t];
+      for (int i = 0; i < n; ++i) {
+        const size_t r = row0 + i;
+        const float* cp = t > 0 ? &ch.Cd[static_cast<size_t>(ch.parent[r]) * H] : c_init;
+        lstm_step_backward(&ch.Gd[r * 4 * H], &ch.TCd[r * H], cp, &dhc[r * 2 * H],
+                           &ch.dh_rec[r * H], &ch.dc_rec[r * H], &dz[r * 4 * H], H);
       }
-      gemm(false, false, K, H, 4 * H, 1, &dz[row0 * 4 * H], 4 * H, ptr(p.wd_hh), H, 0,
-           ch.dh_next.data(), H);
+      gemm(false, false, n, H, 4 * H, 1, &dz[row0 * 4 * H], 4 * H, ptr(p.wd_hh), H, 0,
+           ch.dh_prev.data(), H);
+      for (int i = 0; i < n; ++i) {
+        const size_t r = row0 + i;
+        float* dh_to =
+            t > 0 ? &ch.dh_rec[static_cast<size_t>(ch.parent[r]) * H] : ch.dh_final.data();
+        float* dc_to =
+            t > 0 ? &ch.dc_rec[static_cast<size_t>(ch.parent[r]) * H] : ch.dc_final.data();
+        for (int j = 0; j < H; ++j) {
+          dh_to[j] += ch.dh_prev[static_cast<size_t>(i) * H + j];
+          dc_to[j] += ch.dc_rec[r * H + j];
+        }
+      }
     }
-    // Recurrent weights: h_{t-1} is HC's h of step t-1, or the encoder's final state at t = 0.
-    if (G > 1) {
-      gemm(true, false, 4 * H, H, (G - 1) * K, 1, &dz[static_cast<size_t>(K) * 4 * H], 4 * H,
-           ch.HC.data(), 2 * H, 0, g_wd_hh, H);
-    }
-    std::vector<float> dz0_sum(4 * H, 0.0f);
-    for (int k = 0; k < K; ++k) {
-      for (int j = 0; j < 4 * H; ++j) dz0_sum[j] += dz[static_cast<size_t>(k) * 4 * H + j];
-    }
-    gemm(false, false, 4 * H, H, 1, 1, dz0_sum.data(), 1, &en.enc[(G - 1) * H], H, 1, g_wd_hh, H);
-    // Input projections: dz of step t goes to the row of the device chosen at t - 1.
+    // Recurrent weights: Hp holds each row's previous hidden state.
+    gemm(true, false, 4 * H, H, R, 1, dz, 4 * H, ch.Hp.data(), H, 0, g_wd_hh, H);
+    // Input projections: a row's dz goes to the row of the device it was fed.
     ch.dproj.assign(static_cast<size_t>(D + 1) * 4 * H, 0.0f);
-    for (int t = 0; t < G; ++t) {
-      for (int k = 0; k < K; ++k) {
-        const int prev = t > 0 ? ch.actions[static_cast<size_t>(k) * G + t - 1] : D;
-        const float* src = &dz[(static_cast<size_t>(t) * K + k) * 4 * H];
-        float* dst = &ch.dproj[prev * 4 * H];
-        for (int j = 0; j < 4 * H; ++j) dst[j] += src[j];
-      }
+    for (size_t r = 0; r < rows; ++r) {
+      const float* src = &dz[r * 4 * H];
+      float* dst = &ch.dproj[static_cast<size_t>(ch.input[r]) * 4 * H];
+      for (int j = 0; j < 4 * H; ++j) dst[j] += src[j];
     }
     gemm(true, false, 4 * H, E, D + 1, 1, ch.dproj.data(), 4 * H, ptr(p.emb), E, 0, g_wd_ih, E);
     gemm(false, false, D + 1, E, 4 * H, 1, ch.dproj.data(), 4 * H, ptr(p.wd_ih), E, 0, g_emb, E);
     for (int d = 0; d <= D; ++d) {
       for (int j = 0; j < 4 * H; ++j) g_bd[j] += ch.dproj[d * 4 * H + j];
-    }
-    // Gradient reaching the encoder's final state through the decoder's initial state.
-    ch.dh_final.assign(H, 0.0f);
-    ch.dc_final.assign(H, 0.0f);
-    for (int k = 0; k < K; ++k) {
-      for (int j = 0; j < H; ++j) {
-        ch.dh_final[j] += ch.dh_next[k * H + j];
-        ch.dc_final[j] += ch.dc_next[k * H + j];
-      }
     }
   }
 
@@ -586,6 +620,9 @@ struct Policy::Impl {
       entropy_sum += ch.entropy_sum;
     }
     out.entropy = entropy_sum / (static_cast<double>(G) * K);
+    double rows = 0;
+    for (const ChunkTrace& ch : tr.chunks) rows += ch.step_begin[G];
+    out.decoder_rows_fraction = rows / (static_cast<double>(G) * K);
     out.loss = -log_prob_term / K - entropy_weight * entropy_sum / K;
     float* g_w_in = ptr(out.grads[0]);
     float* g_b_in = ptr(out.grads[1]);
@@ -755,7 +792,10 @@ UpdateStats Policy::update(std::span<const int32_t> actions, std::span<const dou
   impl_->optimizer->step();
   ++impl_->version;
   tr.valid = false;
-  return {.loss = g.loss, .entropy = g.entropy, .grad_norm = norm};
+  return {.loss = g.loss,
+          .entropy = g.entropy,
+          .grad_norm = norm,
+          .decoder_rows_fraction = g.decoder_rows_fraction};
 }
 
 double Policy::check_gradients(std::span<const int32_t> actions, std::span<const double> advantages,

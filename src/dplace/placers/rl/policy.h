@@ -50,9 +50,11 @@ struct PolicyConfig {
   double learning_rate = 0.001;  // Adam. Default: 0.001.
   double grad_clip = 1.0;        // max global gradient norm; 0: off. Default: 1.0.
   uint64_t seed = 1;             // initial weights. Default: 1.
-  // Samples per chunk: a batch is decoded and back-propagated in chunks of this many samples,
-  // which run in parallel on the pool given to use_pool(). The chunking, not the number of
-  // threads, fixes the arithmetic, so results are the same for every thread count. Default: 8.
+  // Samples per chunk: a batch of n samples (forced ones included) is decoded and
+  // back-propagated in max(1, floor(n / chunk)) chunks of this many samples, the last taking the
+  // remainder, which run in parallel on the pool given to use_pool(). Samples of a chunk that
+  // share a prefix share its computation. The chunking, not the number of threads, fixes the
+  // arithmetic, so results are the same for every thread count. Default: 8.
   int chunk = 8;
 };
 
@@ -75,6 +77,9 @@ struct UpdateStats {
   double loss = 0;
   double entropy = 0;  // mean per-group entropy (nats) of the batch's distributions
   double grad_norm = 0;
+  // Decoder rows computed for the batch over samples x groups: below 1 when samples share
+  // prefixes (see policy.cc), which is how much of the decoder's work prefix sharing kept.
+  double decoder_rows_fraction = 1;
 };
 
 class Policy {

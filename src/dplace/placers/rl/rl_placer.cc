@@ -359,6 +359,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   std::vector<double> penalised(K);
   std::vector<double> advantages;
   const int64_t samples_at_start = state.samples;
+  const int64_t updates_at_start = state.updates;
+  double decoder_rows_sum = 0;  // see RlRun::decoder_rows_fraction
   double last_progress = -1e9;
   auto print_progress = [&](const CurvePoint& p, bool force) {
     if (!request.progress) return;
@@ -451,6 +453,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     t0 = Clock::now();
     const UpdateStats stats = policy.update(actions, advantages, entropy_weight);
     run.policy_seconds += seconds_since(t0);
+    decoder_rows_sum += stats.decoder_rows_fraction;
 
     state.baseline =
         options.baseline_decay * state.baseline + (1 - options.baseline_decay) * mean_reward;
@@ -530,14 +533,20 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   run.result.evaluations = state.samples - samples_at_start + 1;
   const double sps =
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
+  if (state.updates > updates_at_start) {
+    run.decoder_rows_fraction =
+        decoder_rows_sum / static_cast<double>(state.updates - updates_at_start);
+  }
   run.result.note = fmt::format(
-      "rl: {} groups, {} samples ({:.1f}/s, policy {:.0f}% / evaluation {:.0f}% of the time), "
-      "{} updates, {} restarts{}; groups: {} colocation, {} after the sole-consumer merge",
+      "rl: {} groups, {} samples ({:.1f}/s, policy {:.0f}% / evaluation {:.0f}% of the time, "
+      "decoder rows computed {:.0f}%), {} updates, {} restarts{}; groups: {} colocation, {} after "
+      "the sole-consumer merge",
       G, state.samples - samples_at_start, sps,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      state.updates, state.restarts, run.resumed ? " (resumed from checkpoint)" : "",
-      run.colocation_groups, run.after_sole_consumer);
+      100 * run.decoder_rows_fraction, state.updates, state.restarts,
+      run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups,
+      run.after_sole_consumer);
   if (!warm_start.empty()) {
     run.result.note += fmt::format("; warm start (expert on the groups) {}",
                                    format_time(run.warm_start_step_time_s));

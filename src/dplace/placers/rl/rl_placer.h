@@ -117,6 +117,8 @@ struct RlRun {
   double seconds = 0;  // this call's wall time
   double policy_seconds = 0;
   double evaluate_seconds = 0;
+  // Mean over this call's updates of UpdateStats::decoder_rows_fraction (1: no prefix shared).
+  double decoder_rows_fraction = 1;
   double best_step_time_s = 0;  // penalised
   bool best_feasible = false;
   std::vector<int32_t> best_group_devices;  // device index per coarse group
