@@ -117,7 +117,7 @@ def panel(ox, oy, w, curve_rows):
                    f'fill="{color}" text-anchor="end">{esc(name)} {v:.1f}</text>')
     out.append(f'<text x="{ox + MARGIN_L + 6}" y="{ly}" font-size="10" fill="#1f77b4">'
                f'rl best {w["rl"]["step_time_s"] * 1e3:.1f} ms, '
-               f'{w["rl"]["evaluations"]} samples</text>')
+               f'{w.get("rl_samples", w["rl"]["evaluations"])} samples</text>')
     out.append(f'<text x="{ox + MARGIN_L + 6}" y="{ly + 13}" font-size="10" fill="#6baed6">'
                f'batch mean</text>')
     return out

@@ -18,6 +18,7 @@ Standard library only.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -105,6 +106,10 @@ def main():
             cmd += ["--param", p]
         rl, seconds = run(cmd, os.path.join(args.out, f"log_{tag}.txt"))
         entry["rl"] = rl
+        # The note says "rl: G groups, N samples (...)"; "evaluations" counts only the placements
+        # simulated (identical samples of a batch are simulated once).
+        match = re.search(r"(\d+) samples", rl.get("note", ""))
+        entry["rl_samples"] = int(match.group(1)) if match else rl.get("evaluations", 0)
         entry["rl_wall_seconds"] = seconds
         entry["rl_budget_seconds"] = budget
         entry["curve"] = os.path.basename(curve)
@@ -138,7 +143,7 @@ def main():
         vs_best = "n/a"
         if best_classic:
             vs_best = f"{faster_or_slower(rl_t, best_classic[1])} ({best_classic[0]})"
-        samples = rl.get("evaluations", 0)
+        samples = w.get("rl_samples", rl.get("evaluations", 0))
         rate = samples / max(rl["placement_seconds"], 1e-9)
         lines.append(f"| {w['model']} @ {w['cluster']} | " + " | ".join(cells) +
                      f" | **{fmt_ms(rl_t)}**{'' if rl['feasible'] else ' (OOM)'} | {vs_expert} | "

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """A stand-in for a real measurement command, used by the RL placer tests.
 
-Usage: fake_measure.py PLACEMENT.json [--fail | --garbage]
+Usage: fake_measure.py PLACEMENT.json [--fail | --garbage] [--log FILE]
 Reads a dplace.placement/1 file and prints a made-up step time in seconds: 1 ms, plus 10 ms per
 op on /cpu:0, plus 1 ms per device used beyond the first. Prints "oom" when op A1 is on /gpu:1.
---fail exits with status 3; --garbage prints something that is not a time.
+--fail exits with status 3; --garbage prints something that is not a time; --log appends one line
+to FILE per measurement.
 """
 import json
 import sys
@@ -19,6 +20,9 @@ if "--fail" in sys.argv:
 if "--garbage" in sys.argv:
     print("step time: fast")
     sys.exit(0)
+if "--log" in sys.argv:
+    with open(sys.argv[sys.argv.index("--log") + 1], "a") as log:
+        log.write(sys.argv[1] + "\n")
 print("measuring...")
 if assignment.get("A1") == "/gpu:1":
     print("OOM")

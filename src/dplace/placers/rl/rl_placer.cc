@@ -356,6 +356,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   std::vector<double> uniforms(static_cast<size_t>(K) * G);
   std::vector<int32_t> actions;
   std::vector<Outcome> outcomes(K);
+  std::vector<Outcome> distinct_outcomes(K);
+  std::vector<int> distinct;     // samples whose placement no earlier sample of the batch has
+  std::vector<int> distinct_of;  // per sample: its placement's index in `distinct`
   std::vector<double> penalised(K);
   std::vector<double> advantages;
   const int64_t samples_at_start = state.samples;
@@ -403,8 +406,27 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     run.policy_seconds += seconds_since(t0);
 
     t0 = Clock::now();
-    for (int k = 0; k < K; ++k) fill(placements[k], actions.data() + static_cast<size_t>(k) * G);
-    source->evaluate(placements, outcomes);
+    // Identical samples (a converged policy draws its favourite placement again and again) are
+    // evaluated once.
+    distinct.clear();
+    distinct_of.assign(K, 0);
+    for (int k = 0; k < K; ++k) {
+      const int32_t* row = actions.data() + static_cast<size_t>(k) * G;
+      size_t j = 0;
+      while (j < distinct.size() &&
+             !std::equal(row, row + G, actions.data() + static_cast<size_t>(distinct[j]) * G)) {
+        ++j;
+      }
+      if (j == distinct.size()) {
+        fill(placements[j], row);
+        distinct.push_back(k);
+      }
+      distinct_of[k] = static_cast<int>(j);
+    }
+    source->evaluate(std::span<const Placement>(placements.data(), distinct.size()),
+                     std::span<Outcome>(distinct_outcomes.data(), distinct.size()));
+    for (int k = 0; k < K; ++k) outcomes[k] = distinct_outcomes[distinct_of[k]];
+    run.evaluations += static_cast<int64_t>(distinct.size());
     run.evaluate_seconds += seconds_since(t0);
 
     double mean_reward = 0;
@@ -530,7 +552,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     const SimResult r = simulator.run(run.result.placement);
     run.best_feasible = r.feasible;
   }
-  run.result.evaluations = state.samples - samples_at_start + 1;
+  // The distinct samples simulated, the greedy decoding and the warm start.
+  run.result.evaluations = run.evaluations + 1 + (warm_start.empty() ? 0 : 1);
   const double sps =
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   if (state.updates > updates_at_start) {
@@ -538,10 +561,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         decoder_rows_sum / static_cast<double>(state.updates - updates_at_start);
   }
   run.result.note = fmt::format(
-      "rl: {} groups, {} samples ({:.1f}/s, policy {:.0f}% / evaluation {:.0f}% of the time, "
-      "decoder rows computed {:.0f}%), {} updates, {} restarts{}; groups: {} colocation, {} after "
-      "the sole-consumer merge",
-      G, state.samples - samples_at_start, sps,
+      "rl: {} groups, {} samples ({:.1f}/s, {} distinct in their batch and evaluated; policy "
+      "{:.0f}% / evaluation {:.0f}% of the time, decoder rows computed {:.0f}%), {} updates, {} "
+      "restarts{}; groups: {} colocation, {} after the sole-consumer merge",
+      G, state.samples - samples_at_start, sps, run.evaluations,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.decoder_rows_fraction, state.updates, state.restarts,

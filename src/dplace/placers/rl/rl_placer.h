@@ -112,7 +112,8 @@ struct RlRun {
   size_t num_groups = 0;
   size_t colocation_groups = 0;
   size_t after_sole_consumer = 0;
-  int64_t samples = 0;  // total, including samples of a resumed checkpoint
+  int64_t samples = 0;      // total, including samples of a resumed checkpoint
+  int64_t evaluations = 0;  // this call's placements evaluated (identical samples of a batch once)
   int64_t updates = 0;
   double seconds = 0;  // this call's wall time
   double policy_seconds = 0;

@@ -1,6 +1,7 @@
 // Seeded behaviour tests of the RL placer on toy graphs whose best placements are worked out by
 // hand: it learns the optimum, is deterministic, resumes from a checkpoint exactly, and the OOM
 // penalty is what keeps it from out-of-memory placements.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
 
 #include "dplace/core/error.h"
 #include "dplace/core/rng.h"
@@ -325,15 +327,31 @@ std::string script(const std::string& name) {
 TEST(RlPlacerTest, MeasureCommandProvidesTheReward) {
   const auto p = two_towers();
   // fake_measure.py: 1 ms + 10 ms per op on the CPU + 1 ms per extra device used; "oom" when
-  // A1 is on /gpu:1. Best: everything on /gpu:0 (1 ms).
-  const RlRun r = run(*p, 4,
-                      {{"samples", "96"},
-                       {"batch", "8"},
-                       {"measure-cmd", script("fake_measure.py") + " {placement}"}});
+  // A1 is on /gpu:1. Best: everything on /gpu:0 (1 ms). The script logs each measurement.
+  const std::filesystem::path log =
+      std::filesystem::temp_directory_path() / fmt::format("dplace_rl_measured_{}", getpid());
+  std::filesystem::remove(log);
+  const RlRun r =
+      run(*p, 4,
+          {{"samples", "96"},
+           {"batch", "8"},
+           {"measure-cmd", script("fake_measure.py") + " {placement} --log " + log.string()}});
   EXPECT_NEAR(r.best_step_time_s, 1e-3, 1e-12);
   for (size_t i = 0; i < p->graph.num_ops(); ++i) {
     EXPECT_EQ(r.result.placement.device_of_op[i], DeviceId(1));
   }
+  // Identical samples of a batch are measured once: as the policy converges its batches repeat
+  // placements, so fewer than the 96 samples are measured, and at least one per batch of 8. The
+  // greedy decoding at the end is measured too.
+  std::ifstream in(log);
+  int64_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  std::filesystem::remove(log);
+  EXPECT_EQ(lines, r.evaluations + 1);
+  EXPECT_EQ(r.result.evaluations, lines);
+  EXPECT_EQ(r.samples, 96);
+  EXPECT_GE(r.evaluations, 12);
+  EXPECT_LT(r.evaluations, 96);
 }
 
 // A small policy: 6 groups, 3 devices, 4 features, hidden 8, embedding 5.
