@@ -18,9 +18,9 @@
 //   dW_o = dl^T U, dU = dl W_o, dUpre = dU (1 - U^2), dW_c = dUpre^T HC, dHC = dUpre W_c,
 //   dA = dctx enc^T, dS = A (dA - rowsum(A dA)), dh += dS keys, dkeys = dS^T h, denc += A^T dctx,
 //   then the LSTM recurrences backwards in time (the only sequential part; a row's recurrent
-//   gradients are added to its parent row's), then the weight
-//   gradients of both LSTMs as single products over all steps. The chunks' decoder gradients and
-//   their contributions to denc and dkeys are summed in chunk order before the encoder's pass.
+//   gradients are added to its parent row's), then the weight gradients of both LSTMs as single
+//   products over all steps. The chunks' decoder gradients and their contributions to denc and
+//   dkeys are summed in chunk order before the encoder's pass.
 #include "dplace/placers/rl/policy.h"
 
 #include <dlfcn.h>
