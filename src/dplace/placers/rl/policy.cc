@@ -170,8 +170,8 @@ struct EncoderTrace {
 struct ChunkTrace {
   int first = 0;  // index of the chunk's first sample in the batch
   int batch = 0;  // samples in the chunk
-  int free = 0;   // the first `free` samples are decoded with `mode`, the others are forced
-  DecodeMode mode = DecodeMode::kSample;
+  int free =
+      0;  // the first `free` samples are decoded freely (sampled or greedy), the others forced
   std::vector<int32_t> actions;  // batch x G, sample-major
   // Rows (see the file comment): those of step t are [step_begin[t], step_begin[t + 1]); a row's
   // parent is the row of step t - 1 it continues (-1 at t = 0) and input the device fed to it (D:
@@ -291,7 +291,6 @@ struct Policy::Impl {
       ch.first = i * chunk;
       ch.batch = (i + 1 == num_chunks ? total : (i + 1) * chunk) - ch.first;
       ch.free = std::clamp(batch - ch.first, 0, ch.batch);
-      ch.mode = mode;
     }
     for_each_chunk(tr.chunks.size(), [&](size_t i) {
       ChunkTrace& ch = tr.chunks[i];
@@ -301,7 +300,7 @@ struct Policy::Impl {
       const int32_t* f = ch.free < ch.batch
                              ? forced + static_cast<size_t>(std::max(ch.first, batch) - batch) * G
                              : nullptr;
-      decode_chunk(tr, ch, u, f);
+      decode_chunk(tr, ch, mode, u, f);
     });
     tr.actions.clear();
     for (const ChunkTrace& ch : tr.chunks) {
@@ -309,12 +308,12 @@ struct Policy::Impl {
     }
   }
 
-  // uniforms: ch.free x G (kSample); forced: (ch.batch - ch.free) x G.
-  void decode_chunk(const Trace& tr, ChunkTrace& ch, const double* uniforms,
+  // The first ch.free samples are decoded with `mode` (uniforms: ch.free x G, for kSample), the
+  // others are forced to `forced` ((ch.batch - ch.free) x G).
+  void decode_chunk(const Trace& tr, ChunkTrace& ch, DecodeMode mode, const double* uniforms,
                     const int32_t* forced) {
     torch::NoGradGuard no_grad;  // per thread
     const int G = this->G(), H = this->H(), D = this->D(), K = ch.batch;
-    const DecodeMode mode = ch.mode;
     const ParamsImpl& p = *params;
     const EncoderTrace& en = tr.encoder;
     ch.actions.assign(static_cast<size_t>(K) * G, 0);
