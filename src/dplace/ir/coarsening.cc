@@ -42,10 +42,13 @@ struct CapGroup {
   bool alive = true;
   // Neighbour -> whether a dataflow edge joins them (false: only topological adjacency).
   std::unordered_map<uint32_t, bool> neighbours;
+  // Neighbour -> communication exchanged with it (CapMerge::kCommunication only).
+  std::unordered_map<uint32_t, double> communication;
 };
 
 struct MergeCandidate {
   bool virtual_edge = false;  // joined only by topological adjacency
+  double cost = 0;            // the rank (CapMerge): lower merges first
   double weight = 0;          // combined weight
   uint32_t first_position = 0;
   uint32_t second_position = 0;
@@ -54,9 +57,10 @@ struct MergeCandidate {
   uint32_t version_a = 0;
   uint32_t version_b = 0;
 
-  // Ordering for a min-heap: real edges first, then lighter, then earlier.
+  // Ordering for a min-heap: real edges first, then lower cost, then lighter, then earlier.
   friend bool operator>(const MergeCandidate& x, const MergeCandidate& y) {
     if (x.virtual_edge != y.virtual_edge) return x.virtual_edge;
+    if (x.cost != y.cost) return x.cost > y.cost;
     if (x.weight != y.weight) return x.weight > y.weight;
     if (x.first_position != y.first_position) return x.first_position > y.first_position;
     return x.second_position > y.second_position;
@@ -65,7 +69,8 @@ struct MergeCandidate {
 
 class CapMerger {
  public:
-  explicit CapMerger(std::vector<CapGroup> groups) : groups_(std::move(groups)) {
+  CapMerger(std::vector<CapGroup> groups, CoarseningOptions::CapMerge rank)
+      : groups_(std::move(groups)), rank_(rank), sets_(groups_.size()) {
     alive_ = groups_.size();
     for (uint32_t g = 0; g < groups_.size(); ++g) {
       for (const auto& [h, real] : groups_[g].neighbours) {
@@ -75,8 +80,9 @@ class CapMerger {
   }
 
   // Merges until `target` groups are left or no compatible pair remains. Returns, for every
-  // original group, the group it was merged into.
-  std::vector<uint32_t> run(size_t target, DisjointSets& sets) {
+  // original group, the group it has been merged into so far. Calls with decreasing targets
+  // continue the same merging.
+  std::vector<uint32_t> run(size_t target) {
     while (alive_ > target && !heap_.empty()) {
       const MergeCandidate c = heap_.top();
       heap_.pop();
@@ -85,10 +91,10 @@ class CapMerger {
       if (!ga.alive || !gb.alive || ga.version != c.version_a || gb.version != c.version_b) {
         continue;  // stale
       }
-      merge(c.a, c.b, sets);
+      merge(c.a, c.b);
     }
     std::vector<uint32_t> into(groups_.size());
-    for (uint32_t g = 0; g < groups_.size(); ++g) into[g] = sets.find(g);
+    for (uint32_t g = 0; g < groups_.size(); ++g) into[g] = sets_.find(g);
     return into;
   }
 
@@ -97,7 +103,14 @@ class CapMerger {
     const CapGroup& ga = groups_[a];
     const CapGroup& gb = groups_[b];
     if (ga.merge_class != gb.merge_class) return;
+    double cost = 0;
+    if (rank_ == CoarseningOptions::CapMerge::kCommunication) {
+      const auto it = ga.communication.find(b);
+      const double exchanged = it == ga.communication.end() ? 0.0 : it->second;
+      cost = std::min(ga.weight, gb.weight) - exchanged;
+    }
     heap_.push({.virtual_edge = virtual_edge,
+                .cost = cost,
                 .weight = ga.weight + gb.weight,
                 .first_position = std::min(ga.position, gb.position),
                 .second_position = std::max(ga.position, gb.position),
@@ -107,7 +120,7 @@ class CapMerger {
                 .version_b = gb.version});
   }
 
-  void merge(uint32_t a, uint32_t b, DisjointSets& sets) {
+  void merge(uint32_t a, uint32_t b) {
     // The survivor keeps the larger neighbour table; the other's entries move over.
     uint32_t keep = a;
     uint32_t gone = b;
@@ -119,6 +132,15 @@ class CapMerger {
     ++k.version;
     o.alive = false;
     k.neighbours.erase(gone);
+    k.communication.erase(gone);
+    for (const auto& [h, exchanged] : o.communication) {
+      if (h == keep) continue;
+      CapGroup& x = groups_[h];
+      x.communication.erase(gone);
+      k.communication[h] += exchanged;
+      x.communication[keep] += exchanged;
+    }
+    o.communication.clear();
     for (const auto& [h, real] : o.neighbours) {
       if (h == keep) continue;
       CapGroup& x = groups_[h];
@@ -128,19 +150,22 @@ class CapMerger {
       x.neighbours[keep] = kr;
     }
     o.neighbours.clear();
-    sets.unite(keep, gone);
+    sets_.unite(keep, gone);
     --alive_;
     for (const auto& [h, real] : k.neighbours) push(keep, h, !real);
   }
 
   std::vector<CapGroup> groups_;
+  CoarseningOptions::CapMerge rank_;
+  DisjointSets sets_;
   size_t alive_ = 0;
   std::priority_queue<MergeCandidate, std::vector<MergeCandidate>, std::greater<>> heap_;
 };
 
 }  // namespace
 
-Coarsening coarsen_graph(const Graph& graph, const CoarseningOptions& options) {
+std::vector<Coarsening> coarsen_graph_levels(const Graph& graph, const CoarseningOptions& options,
+                                             std::span<const size_t> targets) {
   const size_t n = graph.num_ops();
   DPLACE_CHECK(options.op_weight.empty() || options.op_weight.size() == n)
       << "op_weight has " << options.op_weight.size() << " entries for " << n << " ops";
@@ -151,38 +176,49 @@ Coarsening coarsen_graph(const Graph& graph, const CoarseningOptions& options) {
   auto class_of = [&](OpId op) -> uint32_t {
     return options.merge_class.empty() ? 0 : options.merge_class[graph.group_of(op).value()];
   };
+  auto weight_of = [&](size_t i) { return options.op_weight.empty() ? 1.0 : options.op_weight[i]; };
 
-  Coarsening out;
   // Stage 1: colocation groups.
   DisjointSets ops(n);
   for (size_t g = 0; g < graph.num_groups(); ++g) {
     std::span<const OpId> members = graph.group_ops(GroupId::from_index(g));
     for (OpId op : members) ops.unite(members.front().value(), op.value());
   }
-  out.colocation_groups = graph.num_groups();
 
   // Stage 2: an op whose outputs all go to one op joins that op's group.
   size_t count = graph.num_groups();
   if (options.merge_sole_consumer) {
-    auto weight_of = [&](size_t i) {
-      return options.op_weight.empty() ? 1.0 : options.op_weight[i];
-    };
     std::vector<double> weight(n, 0.0);  // per disjoint-set root
     for (size_t i = 0; i < n; ++i) weight[ops.find(static_cast<uint32_t>(i))] += weight_of(i);
+    // Per root: whether the group has taken in a working producer group (chains only).
+    std::vector<uint8_t> absorbed(n, 0);
     const double limit = options.sole_consumer_max_weight;
+    // Whether an op outside groups a and b that does work feeds `consumer`.
+    auto fans_in = [&](OpId consumer, uint32_t a, uint32_t b) {
+      for (OpId p : graph.predecessors(consumer)) {
+        const uint32_t r = ops.find(p.value());
+        if (r != a && r != b && weight_of(p.value()) > 0) return true;
+      }
+      return false;
+    };
     for (OpId op : graph.topo_order()) {
       std::span<const OpId> succ = graph.successors(op);
       if (succ.size() != 1 || class_of(op) != class_of(succ.front())) continue;
       const uint32_t a = ops.find(op.value());
       const uint32_t b = ops.find(succ.front().value());
       if (a == b || (limit > 0 && weight[a] + weight[b] > limit)) continue;
+      if (options.sole_consumer_chains_only &&
+          (fans_in(succ.front(), a, b) || (absorbed[b] && weight[a] > 0))) {
+        continue;
+      }
       const double merged = weight[a] + weight[b];
+      const bool took_in = absorbed[a] || absorbed[b] || weight[a] > 0;
       ops.unite(a, b);
       weight[ops.find(a)] = merged;
+      absorbed[ops.find(a)] = took_in;
       --count;
     }
   }
-  out.after_sole_consumer = count;
 
   // Index the groups left after stage 2 and build the cap stage's group graph.
   std::vector<uint32_t> index_of_root(n, UINT32_MAX);
@@ -199,16 +235,36 @@ Coarsening coarsen_graph(const Graph& graph, const CoarseningOptions& options) {
     }
     const uint32_t gi = index_of_root[root];
     group_of[op.value()] = gi;
-    groups[gi].weight += options.op_weight.empty() ? 1.0 : options.op_weight[op.value()];
+    groups[gi].weight += weight_of(op.value());
   }
   DPLACE_CHECK(groups.size() == count);
+  const bool by_communication = options.cap_merge == CoarseningOptions::CapMerge::kCommunication;
+  std::vector<uint32_t> receivers;  // distinct other groups consuming one tensor
   for (size_t i = 0; i < n; ++i) {
+    const OpId op = OpId::from_index(i);
     const uint32_t a = group_of[i];
-    for (OpId s : graph.successors(OpId::from_index(i))) {
+    for (OpId s : graph.successors(op)) {
       const uint32_t b = group_of[s.value()];
       if (a == b) continue;
       groups[a].neighbours[b] = true;
       groups[b].neighbours[a] = true;
+    }
+    if (!by_communication) continue;
+    for (uint32_t k = 0; k < graph.num_outputs(op); ++k) {
+      const TensorRef t{op, k};
+      receivers.clear();
+      for (OpId c : graph.consumers(t)) {
+        const uint32_t b = group_of[c.value()];
+        if (b != a && std::find(receivers.begin(), receivers.end(), b) == receivers.end()) {
+          receivers.push_back(b);
+        }
+      }
+      const double send = options.transfer_latency + static_cast<double>(graph.tensor_bytes(t)) *
+                                                         options.transfer_weight_per_byte;
+      for (uint32_t b : receivers) {
+        groups[a].communication[b] += send;
+        groups[b].communication[a] += send;
+      }
     }
   }
   // Groups are indexed in topological order, so consecutive indices are topological neighbours.
@@ -217,27 +273,41 @@ Coarsening coarsen_graph(const Graph& graph, const CoarseningOptions& options) {
     groups[g + 1].neighbours.try_emplace(g, false);
   }
 
-  // Stage 3: cap.
-  std::vector<uint32_t> final_of(groups.size());
-  std::iota(final_of.begin(), final_of.end(), 0u);
-  if (options.target_groups > 0 && groups.size() > options.target_groups) {
-    DisjointSets sets(groups.size());
-    final_of = CapMerger(std::move(groups)).run(options.target_groups, sets);
-  }
-
-  // Number the final groups by their smallest topo rank.
-  std::vector<uint32_t> number(final_of.size(), UINT32_MAX);
-  out.group_of_op.assign(n, GroupId());
-  for (OpId op : graph.topo_order()) {
-    const uint32_t f = final_of[group_of[op.value()]];
-    if (number[f] == UINT32_MAX) number[f] = static_cast<uint32_t>(out.num_groups++);
-    out.group_of_op[op.value()] = GroupId(number[f]);
-  }
-  out.group_ops.resize(out.num_groups);
-  for (size_t i = 0; i < n; ++i) {
-    out.group_ops[out.group_of_op[i].value()].push_back(OpId::from_index(i));
+  // Stage 3: cap, down to each target in decreasing order.
+  const size_t after_sole_consumer = groups.size();
+  auto effective = [&](size_t target) { return target == 0 ? after_sole_consumer : target; };
+  std::vector<size_t> order(targets.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return effective(targets[x]) > effective(targets[y]);
+  });
+  CapMerger merger(std::move(groups), options.cap_merge);
+  std::vector<Coarsening> out(targets.size());
+  for (size_t index : order) {
+    const std::vector<uint32_t> final_of = merger.run(effective(targets[index]));
+    // Number the final groups by their smallest topo rank.
+    Coarsening& c = out[index];
+    c.colocation_groups = graph.num_groups();
+    c.after_sole_consumer = after_sole_consumer;
+    std::vector<uint32_t> number(final_of.size(), UINT32_MAX);
+    c.group_of_op.assign(n, GroupId());
+    for (OpId op : graph.topo_order()) {
+      const uint32_t f = final_of[group_of[op.value()]];
+      if (number[f] == UINT32_MAX) number[f] = static_cast<uint32_t>(c.num_groups++);
+      c.group_of_op[op.value()] = GroupId(number[f]);
+    }
+    c.group_ops.resize(c.num_groups);
+    for (size_t i = 0; i < n; ++i) {
+      c.group_ops[c.group_of_op[i].value()].push_back(OpId::from_index(i));
+    }
   }
   return out;
+}
+
+Coarsening coarsen_graph(const Graph& graph, const CoarseningOptions& options) {
+  const size_t target = options.target_groups;
+  return std::move(
+      coarsen_graph_levels(graph, options, std::span<const size_t>(&target, 1)).front());
 }
 
 }  // namespace dplace

@@ -12,6 +12,7 @@ struct OpSpec {
   std::string name;
   std::vector<std::string> inputs;
   std::string colocate;
+  int64_t output_bytes = 0;
 };
 
 Graph make_graph(const std::vector<OpSpec>& specs) {
@@ -23,6 +24,7 @@ Graph make_graph(const std::vector<OpSpec>& specs) {
     op.name = s.name;
     op.type = "Op";
     op.colocate = s.colocate;
+    op.output_bytes = {s.output_bytes};
     for (const std::string& in : s.inputs) {
       const auto it = std::find(names.begin(), names.end(), in);
       op.inputs.push_back({OpId::from_index(it - names.begin()), 0});
@@ -79,6 +81,59 @@ TEST(CoarseningTest, SoleConsumerMergeRespectsWeightLimit) {
   EXPECT_EQ(groups_of(g, coarsen_graph(g, o)), (std::vector<uint32_t>{0, 0, 1}));
   o.sole_consumer_max_weight = 5;
   EXPECT_EQ(coarsen_graph(g, o).num_groups, 1u);
+}
+
+TEST(CoarseningTest, ChainsOnlySoleConsumerSkipsProducersFanningIn) {
+  // x feeds y and z; y and z feed only w (a sum of two working producers): the paper's rule puts
+  // y and z with w (and w, v, u and c, each with one consumer, together), the chains-only rule
+  // leaves y, z and w apart. v -> u is a chain link: u's other input, the weightless c, does no
+  // work; c itself fans in next to v and stays apart.
+  const Graph g = make_graph({{"x", {}, ""},
+                              {"y", {"x"}, ""},
+                              {"z", {"x"}, ""},
+                              {"w", {"y", "z"}, ""},
+                              {"c", {}, ""},
+                              {"v", {"w"}, ""},
+                              {"u", {"v", "c"}, ""}});
+  CoarseningOptions o;
+  o.target_groups = 0;
+  o.op_weight = {1, 1, 1, 1, 0, 1, 1};
+  EXPECT_EQ(groups_of(g, coarsen_graph(g, o)), (std::vector<uint32_t>{0, 1, 1, 1, 1, 1, 1}));
+  o.sole_consumer_chains_only = true;
+  const Coarsening c = coarsen_graph(g, o);
+  EXPECT_EQ(c.after_sole_consumer, 5u);
+  EXPECT_EQ(groups_of(g, c), (std::vector<uint32_t>{0, 1, 2, 3, 4, 3, 3}));
+
+  // A running sum inside one colocation group S: s1 = f(p), s2 = s1 + q. Each of p and q is the
+  // only outside producer of its consumer, but S takes in only the first of them.
+  const Graph sum =
+      make_graph({{"p", {}, ""}, {"q", {}, ""}, {"s1", {"p"}, "S"}, {"s2", {"s1", "q"}, "S"}});
+  CoarseningOptions so;
+  so.target_groups = 0;
+  EXPECT_EQ(coarsen_graph(sum, so).num_groups, 1u);
+  so.sole_consumer_chains_only = true;
+  EXPECT_EQ(groups_of(sum, coarsen_graph(sum, so)), (std::vector<uint32_t>{0, 1, 0, 0}));
+}
+
+TEST(CoarseningTest, CommunicationCapMergesHeavyExchangesFirst) {
+  // a(3) -> b(1) -> c(1) -> d(3); a -> b and c -> d carry 1000 bytes, b -> c 10 bytes, at 0.01
+  // per byte: a-b and c-d exchange 10, more than their lighter side computes (1); b-c exchanges
+  // 0.1. The lightest-pair rule would join b and c first (2) and then a (tie with d, a earlier).
+  const Graph g = make_graph(
+      {{"a", {}, "", 1000}, {"b", {"a"}, "", 10}, {"c", {"b"}, "", 1000}, {"d", {"c"}, "", 0}});
+  CoarseningOptions o;
+  o.merge_sole_consumer = false;
+  o.op_weight = {3, 1, 1, 3};
+  o.target_groups = 2;
+  EXPECT_EQ(groups_of(g, coarsen_graph(g, o)), (std::vector<uint32_t>{0, 0, 0, 1}));
+  o.cap_merge = CoarseningOptions::CapMerge::kCommunication;
+  o.transfer_weight_per_byte = 0.01;
+  EXPECT_EQ(groups_of(g, coarsen_graph(g, o)), (std::vector<uint32_t>{0, 0, 1, 1}));
+  // A latency per tensor counts too: at 5 per tensor and nothing per byte, every joined pair
+  // exchanges 5, more than either side of b-c computes, and b-c (cost 1 - 5) goes first.
+  o.transfer_weight_per_byte = 0;
+  o.transfer_latency = 5;
+  EXPECT_EQ(groups_of(g, coarsen_graph(g, o)), (std::vector<uint32_t>{0, 0, 0, 1}));
 }
 
 TEST(CoarseningTest, CapMergesLightestJoinedPairFirst) {
@@ -163,6 +218,47 @@ TEST(CoarseningTest, ReachesTargetAndKeepsColocationOnLargerGraph) {
       last_first_rank = first_rank;
     }
     EXPECT_EQ(total, g.num_ops());
+  }
+}
+
+TEST(CoarseningTest, LevelsAreNestedAndMatchSingleRuns) {
+  std::vector<OpSpec> specs;
+  for (int i = 0; i < 60; ++i) {
+    OpSpec s{"op" + std::to_string(i), {}, "", 100 * (i % 7)};
+    if (i >= 2) s.inputs = {"op" + std::to_string(i - 2)};
+    if (i >= 3 && i % 3 == 0) s.inputs.push_back("op" + std::to_string(i - 3));
+    specs.push_back(s);
+  }
+  const Graph g = make_graph(specs);
+  for (auto rank :
+       {CoarseningOptions::CapMerge::kLightestPair, CoarseningOptions::CapMerge::kCommunication}) {
+    CoarseningOptions o;
+    o.merge_sole_consumer = false;
+    o.cap_merge = rank;
+    o.transfer_weight_per_byte = 0.01;
+    for (size_t i = 0; i < g.num_ops(); ++i)
+      o.op_weight.push_back(1.0 + static_cast<double>(i % 5));
+    // Any order of targets; 0 is the uncapped grouping.
+    const std::vector<size_t> targets = {8, 0, 30, 3, 15};
+    const std::vector<Coarsening> levels = coarsen_graph_levels(g, o, targets);
+    ASSERT_EQ(levels.size(), targets.size());
+    EXPECT_EQ(levels[1].num_groups, g.num_ops());
+    for (size_t i = 0; i < targets.size(); ++i) {
+      o.target_groups = targets[i];
+      const Coarsening single = coarsen_graph(g, o);
+      EXPECT_EQ(groups_of(g, levels[i]), groups_of(g, single)) << "target " << targets[i];
+      if (targets[i] > 0) EXPECT_EQ(levels[i].num_groups, targets[i]);
+      // Nested: ops sharing a group here share one in every coarser grouping.
+      for (size_t j = 0; j < targets.size(); ++j) {
+        if (levels[j].num_groups >= levels[i].num_groups) continue;
+        for (const std::vector<OpId>& members : levels[i].group_ops) {
+          for (OpId op : members) {
+            EXPECT_EQ(levels[j].group_of_op[op.value()],
+                      levels[j].group_of_op[members.front().value()]);
+          }
+        }
+      }
+    }
   }
 }
 
