@@ -201,7 +201,49 @@ struct Trace {
   std::vector<ChunkTrace> chunks;
 };
 
+// The TrainerState part of a checkpoint archive.
+TrainerState read_state(torch::serialize::InputArchive& root, const std::string& path) {
+  torch::Tensor ints;
+  torch::Tensor doubles;
+  torch::Tensor best;
+  root.read("state_ints", ints);
+  root.read("state_doubles", doubles);
+  root.read("best_actions", best);
+  if (ints.numel() != 9) {
+    throw ConfigError(fmt::format("checkpoint '{}': not written by this version of dplace", path));
+  }
+  TrainerState state;
+  state.updates = ints[0].item<int64_t>();
+  state.samples = ints[1].item<int64_t>();
+  state.has_baseline = ints[2].item<int64_t>() != 0;
+  const int64_t fingerprint = ints[3].item<int64_t>();
+  std::memcpy(&state.fingerprint, &fingerprint, sizeof fingerprint);
+  state.restarts = ints[4].item<int64_t>();
+  state.samples_at_restart = ints[5].item<int64_t>();
+  state.stalled_updates = ints[6].item<int64_t>();
+  state.level = ints[7].item<int64_t>();
+  state.refinements = ints[8].item<int64_t>();
+  state.baseline = doubles[0].item<double>();
+  state.best_step_time_s = doubles[1].item<double>();
+  state.elapsed_s = doubles[2].item<double>();
+  for (int64_t i = 0; i < best.numel(); ++i) {
+    state.best_actions.push_back(static_cast<int32_t>(best[i].item<int64_t>()));
+  }
+  return state;
+}
+
 }  // namespace
+
+TrainerState read_trainer_state(const std::string& path) {
+  try {
+    torch::serialize::InputArchive root;
+    root.load_from(path);
+    return read_state(root, path);
+  } catch (const c10::Error& e) {
+    throw ConfigError(
+        fmt::format("checkpoint '{}': cannot read: {}", path, e.what_without_backtrace()));
+  }
+}
 
 struct Policy::Impl {
   PolicyConfig config;
@@ -840,7 +882,7 @@ void Policy::save(const std::string& path, const TrainerState& state) const {
       "state_ints",
       torch::tensor(std::vector<int64_t>{state.updates, state.samples, state.has_baseline ? 1 : 0,
                                          fingerprint, state.restarts, state.samples_at_restart,
-                                         state.stalled_updates},
+                                         state.stalled_updates, state.level, state.refinements},
                     torch::kInt64));
   root.write(
       "state_doubles",
@@ -879,30 +921,7 @@ TrainerState Policy::load(const std::string& path) {
     root.read("optimizer", optimizer_archive);
     impl_->params->load(net_archive);
     impl_->optimizer->load(optimizer_archive);
-    torch::Tensor ints;
-    torch::Tensor doubles;
-    torch::Tensor best;
-    root.read("state_ints", ints);
-    root.read("state_doubles", doubles);
-    root.read("best_actions", best);
-    if (ints.numel() != 7) {
-      throw ConfigError(
-          fmt::format("checkpoint '{}': not written by this version of dplace", path));
-    }
-    state.updates = ints[0].item<int64_t>();
-    state.samples = ints[1].item<int64_t>();
-    state.has_baseline = ints[2].item<int64_t>() != 0;
-    const int64_t fingerprint = ints[3].item<int64_t>();
-    std::memcpy(&state.fingerprint, &fingerprint, sizeof fingerprint);
-    state.restarts = ints[4].item<int64_t>();
-    state.samples_at_restart = ints[5].item<int64_t>();
-    state.stalled_updates = ints[6].item<int64_t>();
-    state.baseline = doubles[0].item<double>();
-    state.best_step_time_s = doubles[1].item<double>();
-    state.elapsed_s = doubles[2].item<double>();
-    for (int64_t i = 0; i < best.numel(); ++i) {
-      state.best_actions.push_back(static_cast<int32_t>(best[i].item<int64_t>()));
-    }
+    state = read_state(root, path);
   } catch (const c10::Error& e) {
     throw ConfigError(
         fmt::format("checkpoint '{}': cannot read: {}", path, e.what_without_backtrace()));

@@ -71,7 +71,13 @@ struct TrainerState {
   int64_t restarts = 0;               // policy restarts so far (see RlOptions::restart_patience)
   int64_t samples_at_restart = 0;     // `samples` when the current policy started
   int64_t stalled_updates = 0;        // consecutive converged updates without a new best
+  int64_t level = 0;                  // grouping level the policy places (0: coarsest)
+  int64_t refinements = 0;            // moves to a finer level so far
 };
+
+// The TrainerState saved in a checkpoint written by Policy::save, without building a policy (the
+// policy's size depends on state.level). Throws ConfigError naming the path when it cannot be read.
+TrainerState read_trainer_state(const std::string& path);
 
 struct UpdateStats {
   double loss = 0;

@@ -97,13 +97,13 @@ void write_curve(const std::string& path, const std::vector<CurvePoint>& curve, 
   if (!out) throw ConfigError(fmt::format("--param curve={}: cannot write the file", path));
   if (!exists) {
     out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
-           "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts\n";
+           "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts,level\n";
   }
   for (const CurvePoint& p : curve) {
-    out << fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g},{}\n",
-                       p.update, p.samples, p.elapsed_s, p.mean_step_time_s,
-                       p.batch_best_step_time_s, p.best_step_time_s, p.oom_fraction, p.entropy,
-                       p.baseline, p.policy_s, p.evaluate_s, p.restarts);
+    out << fmt::format(
+        "{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g},{},{}\n", p.update,
+        p.samples, p.elapsed_s, p.mean_step_time_s, p.batch_best_step_time_s, p.best_step_time_s,
+        p.oom_fraction, p.entropy, p.baseline, p.policy_s, p.evaluate_s, p.restarts, p.level + 1);
   }
 }
 
@@ -144,6 +144,34 @@ double step_time_upper_bound_s(const Graph& graph, const Cluster& cluster, const
   return std::max(total, 1e-9);
 }
 
+// The median bandwidth and latency over the cluster's links between distinct devices (what
+// sending a tensor typically costs); a single-device cluster gets an arbitrary finite link.
+struct LinkEstimate {
+  double bandwidth_bytes_per_s = 1e10;
+  double latency_s = 0;
+};
+LinkEstimate typical_link(const Cluster& cluster) {
+  std::vector<double> bandwidths, latencies;
+  for (size_t a = 0; a < cluster.num_devices(); ++a) {
+    for (size_t b = 0; b < cluster.num_devices(); ++b) {
+      if (a == b) continue;
+      if (const Link* l = cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
+        bandwidths.push_back(l->bandwidth_bytes_per_s);
+        latencies.push_back(l->latency_s);
+      }
+    }
+  }
+  LinkEstimate e;
+  if (bandwidths.empty()) return e;
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  e.bandwidth_bytes_per_s = median(bandwidths);
+  e.latency_s = median(latencies);
+  return e;
+}
+
 }  // namespace
 
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params) {
@@ -153,13 +181,22 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"groups", [&](auto& k, auto& v) { o.groups = parse_int(k, v, 1); }},
           {"sole-consumer",
            [&](auto& k, auto& v) {
-             if (v != "full" && v != "limited" && v != "off")
-               bad_param(k, v, "full, limited or off");
+             if (v != "full" && v != "limited" && v != "chains" && v != "off")
+               bad_param(k, v, "full, limited, chains or off");
              o.sole_consumer = v;
            }},
           {"sole-consumer-limit",
            [&](auto& k, auto& v) { o.sole_consumer_limit = parse_double(k, v, 0, false); }},
+          {"cap",
+           [&](auto& k, auto& v) {
+             if (v != "lightest" && v != "communication")
+               bad_param(k, v, "lightest or communication");
+             o.cap = v;
+           }},
+          {"cap-transfer-scale",
+           [&](auto& k, auto& v) { o.cap_transfer_scale = parse_double(k, v, 0, true); }},
           {"batch", [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1)); }},
+          {"levels", [&](auto& k, auto& v) { o.levels = static_cast<int>(parse_int(k, v, 1)); }},
           {"restart-patience", [&](auto& k, auto& v) { o.restart_patience = parse_int(k, v, 0); }},
           {"restart-entropy",
            [&](auto& k, auto& v) { o.restart_entropy = parse_double(k, v, 0, false); }},
@@ -217,12 +254,19 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   const Cluster& cluster = *request.cluster;
   const CostTable& costs = *request.costs;
   const Simulator& simulator = *request.simulator;
-  DPLACE_CHECK(options.batch > 0);
+  DPLACE_CHECK(options.batch > 0 && options.levels > 0);
 
-  // 1. Grouping. Colocation groups merge only with groups allowed on the same devices.
+  // 1. Grouping, at every level (coarsest first; nested). Colocation groups merge only with
+  // groups allowed on the same devices.
   CoarseningOptions co;
-  co.target_groups = options.groups;
   co.merge_sole_consumer = options.sole_consumer != "off";
+  co.sole_consumer_chains_only = options.sole_consumer == "chains";
+  if (options.cap == "communication") {
+    co.cap_merge = CoarseningOptions::CapMerge::kCommunication;
+    const LinkEstimate link = typical_link(cluster);
+    co.transfer_latency = options.cap_transfer_scale * link.latency_s;
+    co.transfer_weight_per_byte = options.cap_transfer_scale / link.bandwidth_bytes_per_s;
+  }
   co.op_weight.resize(graph.num_ops());
   double total_weight = 0;
   for (size_t i = 0; i < graph.num_ops(); ++i) {
@@ -245,54 +289,113 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
               .first->second;
     }
   }
-  const Coarsening coarse = coarsen_graph(graph, co);
-  const GroupFeatures features = make_group_features(graph, costs, coarse);
-  const int G = features.num_groups;
-  const int D = features.num_devices;
+  std::vector<size_t> targets;
+  for (int i = options.levels - 1; i >= 0; --i) {
+    targets.push_back(std::max<size_t>(2, options.groups >> std::min(i, 30)));
+  }
+  std::vector<Coarsening> levels;
+  for (Coarsening& c : coarsen_graph_levels(graph, co, targets)) {
+    // Nested groupings with as many groups are the same grouping: keep one.
+    if (!levels.empty() && levels.back().num_groups == c.num_groups) levels.pop_back();
+    levels.push_back(std::move(c));
+  }
+  const Coarsening& finest = levels.back();
+  const int L = static_cast<int>(levels.size());
+  std::vector<GroupFeatures> features;
+  for (const Coarsening& c : levels) features.push_back(make_group_features(graph, costs, c));
+  const int D = features.back().num_devices;
   const int K = options.batch;
+  const int G_finest = static_cast<int>(finest.num_groups);
 
   RlRun run;
-  run.num_groups = coarse.num_groups;
-  run.colocation_groups = coarse.colocation_groups;
-  run.after_sole_consumer = coarse.after_sole_consumer;
+  run.num_groups = finest.num_groups;
+  run.colocation_groups = finest.colocation_groups;
+  run.after_sole_consumer = finest.after_sole_consumer;
+  for (const Coarsening& c : levels) run.level_groups.push_back(c.num_groups);
 
-  // 2. Policy.
-  PolicyConfig pc;
-  pc.num_groups = G;
-  pc.num_devices = D;
-  pc.feature_dim = features.feature_dim;
-  pc.hidden = options.hidden;
-  pc.device_embedding = options.device_embedding;
-  pc.learning_rate = options.learning_rate;
-  pc.grad_clip = options.grad_clip;
-  pc.seed = request.seed;
-  pc.chunk = options.chunk;
-  Policy policy(pc, features.values, features.allowed);
+  // Device per finest group <-> device per group of a level. Every finest group lies inside one
+  // group of each coarser level, so refining a placement is exact; coarsening one gives each group
+  // the device holding most of its compute.
+  auto refine = [&](int level, std::span<const int32_t> devices) {
+    std::vector<int32_t> out(static_cast<size_t>(G_finest));
+    for (int f = 0; f < G_finest; ++f) {
+      const OpId op = finest.group_ops[f].front();
+      out[f] = devices[levels[level].group_of_op[op.value()].value()];
+    }
+    return out;
+  };
+  // device_of_op(op) -> device index; each group of `level` takes its majority by compute.
+  auto project = [&](int level, const std::function<int32_t(OpId)>& device_of_op) {
+    const int G = features[level].num_groups;
+    std::vector<int32_t> target(G, -1);
+    for (int g = 0; g < G; ++g) {
+      std::vector<double> votes(D, 0.0);
+      for (OpId op : levels[level].group_ops[g]) {
+        votes[device_of_op(op)] += costs.fastest_time_s(op) + 1e-12;
+      }
+      for (int d = 0; d < D; ++d) {
+        if (!features[level].allowed[static_cast<size_t>(g) * D + d]) continue;
+        if (target[g] < 0 || votes[d] > votes[target[g]]) target[g] = d;
+      }
+    }
+    return target;
+  };
+  auto coarsen_best = [&](int level, std::span<const int32_t> finest_devices) {
+    return project(level,
+                   [&](OpId op) { return finest_devices[finest.group_of_op[op.value()].value()]; });
+  };
+
+  // 2. Policy (one per level; a move to another level or a restart builds a fresh one).
   ThreadPool pool(options.threads);
-  policy.use_pool(&pool);
+  auto make_policy = [&](int level, uint64_t seed) {
+    PolicyConfig pc;
+    pc.num_groups = features[level].num_groups;
+    pc.num_devices = D;
+    pc.feature_dim = features[level].feature_dim;
+    pc.hidden = options.hidden;
+    pc.device_embedding = options.device_embedding;
+    pc.learning_rate = options.learning_rate;
+    pc.grad_clip = options.grad_clip;
+    pc.seed = seed;
+    pc.chunk = options.chunk;
+    auto policy = std::make_unique<Policy>(pc, features[level].values, features[level].allowed);
+    policy->use_pool(&pool);
+    return policy;
+  };
+  // Fits the policy to one placement by maximum likelihood (a warm start).
+  auto imitate = [&](Policy& policy, const std::vector<int32_t>& target) {
+    const std::vector<double> one = {1.0};
+    for (int i = 0; i < options.init_steps; ++i) policy.update(target, one, 0.0);
+  };
 
   Fingerprint fp;
   fp.add(graph.name());
   fp.add(graph.num_ops());
   fp.add(cluster.name());
   fp.add(cluster.num_devices());
-  for (GroupId g : coarse.group_of_op) fp.add(g.value());
+  for (const Coarsening& c : levels) {
+    for (GroupId g : c.group_of_op) fp.add(g.value());
+  }
   fp.add(request.seed);
   fp.add(static_cast<uint64_t>(K));
 
   TrainerState state;
   state.fingerprint = fp.value();
+  std::unique_ptr<Policy> policy;
   if (!options.checkpoint.empty() && std::filesystem::exists(options.checkpoint)) {
-    TrainerState loaded = policy.load(options.checkpoint);
-    if (loaded.fingerprint != state.fingerprint) {
+    const TrainerState saved = read_trainer_state(options.checkpoint);
+    if (saved.fingerprint != state.fingerprint || saved.level < 0 || saved.level >= L) {
       throw ConfigError(fmt::format(
           "checkpoint '{}': made for another graph, cluster, grouping, seed or batch size",
           options.checkpoint));
     }
-    state = std::move(loaded);
+    policy = make_policy(static_cast<int>(saved.level), request.seed);
+    state = policy->load(options.checkpoint);
     run.resumed = true;
+  } else {
+    policy = make_policy(0, request.seed);
   }
-  std::vector<int32_t> warm_start;  // the expert projected onto the groups (init=expert)
+  std::vector<int32_t> warm_start;  // the expert projected onto the coarsest groups (init=expert)
   if (!run.resumed && options.init == "expert") {
     if (!request.expert) {
       throw ConfigError(fmt::format(
@@ -302,20 +405,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
     // Each group takes the device holding most of its compute in the expert placement (among the
     // devices the group may use), then the policy learns to reproduce that sequence.
-    std::vector<int32_t> target(G, -1);
-    for (int g = 0; g < G; ++g) {
-      std::vector<double> votes(D, 0.0);
-      for (OpId op : coarse.group_ops[g]) {
-        votes[(*request.expert)[op].value()] += costs.fastest_time_s(op) + 1e-12;
-      }
-      for (int d = 0; d < D; ++d) {
-        if (!features.allowed[static_cast<size_t>(g) * D + d]) continue;
-        if (target[g] < 0 || votes[d] > votes[target[g]]) target[g] = d;
-      }
-    }
-    const std::vector<double> one = {1.0};
-    for (int i = 0; i < options.init_steps; ++i) policy.update(target, one, 0.0);
-    warm_start = std::move(target);
+    warm_start =
+        project(0, [&](OpId op) { return static_cast<int32_t>((*request.expert)[op].value()); });
+    imitate(*policy, warm_start);
   }
 
   // 3. Reward source.
@@ -331,16 +423,18 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
 
   std::vector<Placement> placements(K);
   for (Placement& p : placements) p.device_of_op.resize(graph.num_ops());
-  auto fill = [&](Placement& p, const int32_t* group_devices) {
+  // A placement from one device per group of `level`.
+  auto fill = [&](Placement& p, int level, const int32_t* group_devices) {
+    const std::vector<GroupId>& group_of_op = levels[level].group_of_op;
     for (size_t i = 0; i < graph.num_ops(); ++i) {
-      p.device_of_op[i] = DeviceId::from_index(group_devices[coarse.group_of_op[i].value()]);
+      p.device_of_op[i] = DeviceId::from_index(group_devices[group_of_op[i].value()]);
     }
   };
 
-  // Penalised step time of one group -> device assignment.
-  auto evaluate_one = [&](const std::vector<int32_t>& group_devices) {
+  // Penalised step time of one group -> device assignment of `level`.
+  auto evaluate_one = [&](int level, const std::vector<int32_t>& group_devices) {
     Placement& p = placements.front();
-    fill(p, group_devices.data());
+    fill(p, level, group_devices.data());
     std::vector<Outcome> one(1);
     source->evaluate(std::span<const Placement>(&p, 1), one);
     return one[0].feasible ? one[0].step_time_s : oom_time_s;
@@ -348,12 +442,16 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
 
   // The warm start's own placement is the first candidate for the best placement.
   if (!warm_start.empty()) {
-    run.warm_start_step_time_s = evaluate_one(warm_start);
+    run.warm_start_step_time_s = evaluate_one(0, warm_start);
     state.best_step_time_s = run.warm_start_step_time_s;
-    state.best_actions = warm_start;
+    state.best_actions = refine(0, warm_start);
   }
+  // The best placement seen, on the current level's groups: the self-imitation row.
+  std::vector<int32_t> best_here;
+  if (!state.best_actions.empty())
+    best_here = coarsen_best(static_cast<int>(state.level), state.best_actions);
 
-  std::vector<double> uniforms(static_cast<size_t>(K) * G);
+  std::vector<double> uniforms;
   std::vector<int32_t> actions;
   std::vector<Outcome> outcomes(K);
   std::vector<Outcome> distinct_outcomes(K);
@@ -373,18 +471,18 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     const double total = std::max(p.policy_s + p.evaluate_s, 1e-12);
     fmt::print(stderr,
                "rl: update {} samples {} ({:.1f}/s) best {} mean {} oom {:.0f}% entropy {:.3f} "
-               "policy {:.0f}% evaluate {:.0f}% restarts {}\n",
+               "policy {:.0f}% evaluate {:.0f}% level {} ({} groups) restarts {}\n",
                p.update, p.samples,
                static_cast<double>(p.samples - samples_at_start) / std::max(now, 1e-9),
                format_time(p.best_step_time_s), format_time(p.mean_step_time_s),
                100 * p.oom_fraction, p.entropy, 100 * p.policy_s / total,
-               100 * p.evaluate_s / total, p.restarts);
+               100 * p.evaluate_s / total, p.level + 1, levels[p.level].num_groups, p.restarts);
   };
   auto save_checkpoint = [&] {
     if (options.checkpoint.empty()) return;
     TrainerState s = state;
     s.elapsed_s = state.elapsed_s + seconds_since(start);
-    policy.save(options.checkpoint, s);
+    policy->save(options.checkpoint, s);
   };
 
   bool curve_appends = run.resumed;
@@ -392,17 +490,19 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   while (true) {
     if (options.max_samples > 0 && state.samples >= options.max_samples) break;
     if (seconds_since(start) >= request.budget_seconds) break;
+    const int level = static_cast<int>(state.level);
+    const int G = features[level].num_groups;
 
     // Sample K placements (uniforms from a per-update stream, so a resumed run continues exactly).
     auto t0 = Clock::now();
     Rng rng(request.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(state.updates) + 1);
+    uniforms.resize(static_cast<size_t>(K) * G);
     for (double& u : uniforms) u = rng.uniform01();
     // Self-imitation: the best placement so far rides along as one more (forced) row.
     const double best_before = state.best_actions.empty() ? INFINITY : state.best_step_time_s;
-    const bool imitate = options.imitation > 0 && !state.best_actions.empty();
-    policy.sample(
-        K, uniforms, actions,
-        imitate ? std::span<const int32_t>(state.best_actions) : std::span<const int32_t>());
+    const bool imitate_best = options.imitation > 0 && !best_here.empty();
+    policy->sample(K, uniforms, actions,
+                   imitate_best ? std::span<const int32_t>(best_here) : std::span<const int32_t>());
     run.policy_seconds += seconds_since(t0);
 
     t0 = Clock::now();
@@ -418,7 +518,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         ++j;
       }
       if (j == distinct.size()) {
-        fill(placements[j], row);
+        fill(placements[j], level, row);
         distinct.push_back(k);
       }
       distinct_of[k] = static_cast<int>(j);
@@ -441,17 +541,18 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       batch_best = std::min(batch_best, penalised[k]);
       if (state.best_actions.empty() || penalised[k] < state.best_step_time_s) {
         state.best_step_time_s = penalised[k];
-        state.best_actions.assign(actions.begin() + static_cast<ptrdiff_t>(k) * G,
-                                  actions.begin() + static_cast<ptrdiff_t>(k + 1) * G);
+        best_here.assign(actions.begin() + static_cast<ptrdiff_t>(k) * G,
+                         actions.begin() + static_cast<ptrdiff_t>(k + 1) * G);
+        state.best_actions = refine(level, best_here);
       }
     }
     if (!state.has_baseline) {
       state.baseline = mean_reward;
       state.has_baseline = true;
     }
-    advantages.assign(imitate ? K + 1 : K, 0.0);
+    advantages.assign(imitate_best ? K + 1 : K, 0.0);
     for (int k = 0; k < K; ++k) advantages[k] = reward_of(penalised[k]) - state.baseline;
-    if (imitate) {
+    if (imitate_best) {
       advantages[K] = options.imitation * std::max(0.0, reward_of(best_before) - state.baseline);
     }
     if (options.normalize_advantages && K > 1) {
@@ -473,7 +574,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         options.entropy_weight + (options.entropy_final - options.entropy_weight) * progress;
 
     t0 = Clock::now();
-    const UpdateStats stats = policy.update(actions, advantages, entropy_weight);
+    const UpdateStats stats = policy->update(actions, advantages, entropy_weight);
     run.policy_seconds += seconds_since(t0);
     decoder_rows_sum += stats.decoder_rows_fraction;
 
@@ -482,21 +583,37 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     state.samples += K;
     ++state.updates;
 
-    // Restart: a policy that has converged (entropy below restart_entropy) and has not found a
-    // new best for restart_patience updates starts over from fresh weights; the best is kept.
+    // A policy that has converged (entropy below restart_entropy) and has not found a new best
+    // for restart_patience updates moves on: to the next finer level, warm-started on the best
+    // placement, or, from the finest level, back to the coarsest with fresh weights (a restart).
     const bool improved = state.best_step_time_s < best_before;
     bool restarted = false;
     if (options.restart_patience > 0) {
       const bool stalled = stats.entropy < options.restart_entropy && !improved;
       state.stalled_updates = stalled ? state.stalled_updates + 1 : 0;
       if (state.stalled_updates >= options.restart_patience) {
-        ++state.restarts;
         state.samples_at_restart = state.samples;
         state.stalled_updates = 0;
         state.has_baseline = false;
-        policy.reinitialize(request.seed +
-                            0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts));
-        restarted = true;
+        t0 = Clock::now();
+        if (level + 1 < L) {
+          ++state.level;
+          ++state.refinements;
+          policy = make_policy(level + 1,
+                               request.seed +
+                                   0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts) +
+                                   0xD1B54A32D192ED03ULL * static_cast<uint64_t>(state.level));
+          best_here = coarsen_best(level + 1, state.best_actions);
+          imitate(*policy, best_here);
+        } else {
+          ++state.restarts;
+          state.level = 0;
+          policy = make_policy(
+              0, request.seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts));
+          best_here = coarsen_best(0, state.best_actions);
+          restarted = true;
+        }
+        run.policy_seconds += seconds_since(t0);
       }
     }
 
@@ -513,6 +630,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     p.policy_s = run.policy_seconds;
     p.evaluate_s = run.evaluate_seconds;
     p.restarts = state.restarts;
+    p.level = level;
     run.curve.push_back(p);
     print_progress(p, restarted);
 
@@ -527,8 +645,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   }
 
   // The greedy decoding of the final policy, returned if better than every sample.
-  run.greedy_group_devices = policy.greedy();
-  run.greedy_step_time_s = evaluate_one(run.greedy_group_devices);
+  const int final_level = static_cast<int>(state.level);
+  run.greedy_group_devices = refine(final_level, policy->greedy());
+  run.greedy_step_time_s = evaluate_one(L - 1, run.greedy_group_devices);
   if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
     state.best_step_time_s = run.greedy_step_time_s;
     state.best_actions = run.greedy_group_devices;
@@ -542,11 +661,12 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
 
   run.samples = state.samples;
   run.updates = state.updates;
+  run.refinements = state.refinements;
   run.seconds = seconds_since(start);
   run.best_step_time_s = state.best_step_time_s;
   run.best_group_devices = state.best_actions;
   run.result.placement.device_of_op.resize(graph.num_ops());
-  fill(run.result.placement, state.best_actions.data());
+  fill(run.result.placement, L - 1, state.best_actions.data());
   {
     // The simulator's verdict on feasibility (also with measure-cmd, for the report).
     const SimResult r = simulator.run(run.result.placement);
@@ -560,14 +680,19 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     run.decoder_rows_fraction =
         decoder_rows_sum / static_cast<double>(state.updates - updates_at_start);
   }
+  std::string level_list;
+  for (const Coarsening& c : levels) {
+    level_list += (level_list.empty() ? "" : "/") + std::to_string(c.num_groups);
+  }
   run.result.note = fmt::format(
-      "rl: {} groups, {} samples ({:.1f}/s, {} distinct in their batch and evaluated; policy "
-      "{:.0f}% / evaluation {:.0f}% of the time, decoder rows computed {:.0f}%), {} updates, {} "
-      "restarts{}; groups: {} colocation, {} after the sole-consumer merge",
-      G, state.samples - samples_at_start, sps, run.evaluations,
+      "rl: {} groups (levels {}), {} samples ({:.1f}/s, {} distinct in their batch and evaluated; "
+      "policy {:.0f}% / evaluation {:.0f}% of the time, decoder rows computed {:.0f}%), {} "
+      "updates, {} refinements, {} restarts{}; groups: {} colocation, {} after the sole-consumer "
+      "merge",
+      G_finest, level_list, state.samples - samples_at_start, sps, run.evaluations,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      100 * run.decoder_rows_fraction, state.updates, state.restarts,
+      100 * run.decoder_rows_fraction, state.updates, state.refinements, state.restarts,
       run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups,
       run.after_sole_consumer);
   if (!warm_start.empty()) {

@@ -1,7 +1,8 @@
 // The reinforcement-learning placer of Mirhoseini et al., "Device Placement Optimization with
 // Reinforcement Learning" (ICML 2017), placer name `rl`. See docs/rl.md.
 //
-//  1. Grouping: ir/coarsening.h (colocation groups, the sole-consumer merge, capped to `groups`).
+//  1. Grouping: ir/coarsening.h (colocation groups, the sole-consumer merge, capped to `groups`),
+//     at several nested levels: the policy places coarse groups first, then finer ones.
 //  2. Group embeddings: features.h (op-type counts, output sizes, adjacency).
 //  3. Policy: policy.h (LSTM encoder, attentional LSTM decoder emitting one device per group).
 //  4. Training: REINFORCE on reward -sqrt(step time / lower bound) with an exponential moving
@@ -30,13 +31,26 @@
 namespace dplace::rl {
 
 struct RlOptions {
-  size_t groups = 256;  // coarse groups placed by the policy. Default: 256.
-  // The paper's merge of an op into its sole consumer: "full" (as in the paper), "limited" (no
-  // merge builds a group heavier than sole_consumer_limit times the average group at `groups`),
-  // or "off". Default: limited (see docs/rl.md for the measurements behind both defaults).
-  std::string sole_consumer = "limited";
-  double sole_consumer_limit = 64;  // Default: 64.
-  int batch = 16;                   // K placements sampled per update. Default: 16.
+  size_t groups = 256;  // groups placed at the finest level. Default: 256.
+  // Stage 2 of the grouping (ir/coarsening.h), the paper's merge of an op into its sole consumer:
+  // "full" (the paper's rule), "chains" (only along chains: no merge of several producers fanning
+  // into one consumer group), "limited" (the paper's rule, but no merge builds a group heavier
+  // than sole_consumer_limit times the average group at `groups`) or "off". Default: chains (see
+  // docs/rl.md for the measurements behind the defaults).
+  std::string sole_consumer = "chains";
+  double sole_consumer_limit = 64;  // for "limited". Default: 64.
+  // Stage 3 of the grouping: "lightest" merges the lightest joined pair, "communication" the pair
+  // exchanging the most time in tensors beyond the lighter one's compute, tensors costed on the
+  // cluster's median link times cap_transfer_scale. Default: communication, 0.3.
+  std::string cap = "communication";
+  double cap_transfer_scale = 0.3;
+  // Levels of grouping (not in the paper): the policy first places `groups` >> (levels - 1)
+  // groups, then, each time it converges (see restart_patience), the next finer nested grouping
+  // (twice as many groups), warm-started on the best placement so far by init_steps steps of
+  // maximum likelihood, up to `groups`; from the finest level it restarts at the coarsest with
+  // fresh weights. 1: one level of `groups`, as in the paper. Default: 4.
+  int levels = 4;
+  int batch = 16;             // K placements sampled per update. Default: 16.
   int64_t max_samples = 0;    // stop after this many samples in total (0: budget only). Default: 0.
   int hidden = 64;            // LSTM / attention width. Default: 64 (see docs/rl.md).
   int device_embedding = 16;  // Default: 16.
@@ -48,10 +62,12 @@ struct RlOptions {
   double entropy_final = 0;        // Default: 0.
   int64_t entropy_samples = 2000;  // Default: 2000.
   double baseline_decay = 0.5;     // EMA baseline b <- decay * b + (1 - decay) * mean reward.
-  // Restarts (not in the paper): once the policy has converged (mean per-decision entropy below
-  // restart_entropy nats) and restart_patience consecutive updates found no new best, it starts
-  // over from fresh weights (seeded from the seed and the restart count), a new baseline and a new
-  // entropy schedule, keeping the best placement. 0: never. Default: 100 updates, 0.01 nats.
+  // Convergence (not in the paper): once the policy's mean per-decision entropy is below
+  // restart_entropy nats and restart_patience consecutive updates found no new best, it moves to
+  // the next finer level (see `levels`) or, at the finest, starts over at the coarsest from fresh
+  // weights (seeded from the seed and the restart count): a restart. Either way with a new
+  // baseline and a new entropy schedule, keeping the best placement. 0: never. Default: 100
+  // updates, 0.01 nats.
   int64_t restart_patience = 100;
   double restart_entropy = 0.01;
   // Self-imitation (not in the paper; Oh et al., ICML 2018): every batch also trains on the best
@@ -77,18 +93,20 @@ struct RlOptions {
   std::string curve;          // learning-curve CSV path; empty: none. Default: none.
   // Warm start (not in the paper): "expert" first trains the policy by maximum likelihood to
   // reproduce PlaceRequest::expert (the model's expert placement, or --placement FILE) projected
-  // onto the groups, for init_steps Adam steps; "none" starts from random weights.
+  // onto the (coarsest) groups, for init_steps Adam steps; "none" starts from random weights.
+  // A move to a finer level warm-starts the same way on the best placement.
   std::string init = "none";    // Default: none.
   int init_steps = 200;         // Default: 200.
   std::string measure_cmd;      // external reward command (see reward.h); empty: the simulator.
   double progress_seconds = 2;  // seconds between progress lines (with --progress).
 };
 
-// Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/limited/off),
-// sole-consumer-limit, batch, restart-patience, restart-entropy, imitation, samples, hidden,
-// embedding, lr, clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time, threads,
-// chunk, checkpoint, checkpoint-every, curve, init (none/expert), init-steps, measure-cmd,
-// progress-seconds. Throws ConfigError for an unknown key or a bad value, naming both.
+// Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/chains/limited/
+// off), sole-consumer-limit, cap (lightest/communication), cap-transfer-scale, levels, batch,
+// restart-patience, restart-entropy, imitation, samples, hidden, embedding, lr, clip, entropy,
+// entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
+// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, progress-seconds. Throws
+// ConfigError for an unknown key or a bad value, naming both.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).
@@ -105,27 +123,30 @@ struct CurvePoint {
   double policy_s = 0;                // cumulative time in sampling + updates
   double evaluate_s = 0;              // cumulative time evaluating placements
   int64_t restarts = 0;               // policy restarts so far
+  int level = 0;                      // grouping level the update sampled (0: coarsest)
 };
 
 struct RlRun {
   PlaceResult result;
-  size_t num_groups = 0;
+  size_t num_groups = 0;             // at the finest level
+  std::vector<size_t> level_groups;  // groups per level, coarsest first
   size_t colocation_groups = 0;
   size_t after_sole_consumer = 0;
   int64_t samples = 0;      // total, including samples of a resumed checkpoint
   int64_t evaluations = 0;  // this call's placements evaluated (identical samples of a batch once)
   int64_t updates = 0;
-  double seconds = 0;  // this call's wall time
+  int64_t refinements = 0;  // moves to a finer level, including those of a resumed checkpoint
+  double seconds = 0;       // this call's wall time
   double policy_seconds = 0;
   double evaluate_seconds = 0;
   // Mean over this call's updates of UpdateStats::decoder_rows_fraction (1: no prefix shared).
   double decoder_rows_fraction = 1;
   double best_step_time_s = 0;  // penalised
   bool best_feasible = false;
-  std::vector<int32_t> best_group_devices;  // device index per coarse group
-  std::vector<int32_t> greedy_group_devices;
-  double greedy_step_time_s = 0;      // penalised
-  double warm_start_step_time_s = 0;  // penalised; init=expert only
+  std::vector<int32_t> best_group_devices;    // device index per group of the finest level
+  std::vector<int32_t> greedy_group_devices;  // the final policy's greedy decoding, ditto
+  double greedy_step_time_s = 0;              // penalised
+  double warm_start_step_time_s = 0;          // penalised; init=expert only
   bool resumed = false;
   std::vector<CurvePoint> curve;  // this call's updates
 };

@@ -268,6 +268,69 @@ TEST(RlPlacerTest, RestartsAConvergedPolicyAndKeepsTheBest) {
   std::filesystem::remove(ckpt);
 }
 
+TEST(RlPlacerTest, RefinesThroughNestedLevelsAndRestartsFromTheCoarsest) {
+  const auto p = two_towers();
+  // Levels of 2 and 4 groups (from the 5 colocation groups); converging quickly moves on.
+  const std::map<std::string, std::string> params = {
+      {"samples", "960"},        {"batch", "8"},
+      {"groups", "4"},           {"levels", "2"},
+      {"restart-patience", "5"}, {"restart-entropy", "0.1"}};
+  const RlRun r = run(*p, 4, params);
+  EXPECT_EQ(r.level_groups, (std::vector<size_t>{2, 4}));
+  EXPECT_EQ(r.num_groups, 4u);
+  EXPECT_EQ(r.best_group_devices.size(), 4u);
+  ASSERT_GE(r.refinements, 2);
+  ASSERT_GE(r.curve.back().restarts, 1);
+  EXPECT_EQ(r.curve.front().level, 0);
+  // The towers end up on different GPUs (x, S and T cost 1 us each when misplaced).
+  EXPECT_LT(r.best_step_time_s, 4.01e-3);
+  const Placement& pl = r.result.placement;
+  EXPECT_NE(pl[OpId(1)], pl[OpId(3)]);
+  EXPECT_NE(pl[OpId(1)], DeviceId(0));
+  EXPECT_NE(pl[OpId(3)], DeviceId(0));
+  bool saw_refinement = false;
+  for (size_t i = 1; i < r.curve.size(); ++i) {
+    const CurvePoint& before = r.curve[i - 1];
+    const CurvePoint& now = r.curve[i];
+    if (now.level == before.level) continue;
+    if (now.level == 1) {
+      // A refinement: the finer policy starts from the best placement (fitted to it), so its
+      // first batch is nearly settled on it, and the best is kept.
+      saw_refinement = true;
+      EXPECT_EQ(now.restarts, before.restarts);
+      EXPECT_LT(now.entropy, 0.1) << "update " << now.update;
+      EXPECT_LE(now.best_step_time_s, before.best_step_time_s);
+    } else {
+      // From the finest level back to the coarsest: a restart with fresh weights (counted by the
+      // update that converged).
+      EXPECT_EQ(now.level, 0);
+      ASSERT_GE(i, 2u);
+      EXPECT_EQ(before.restarts, r.curve[i - 2].restarts + 1);
+      EXPECT_GT(now.entropy, 0.5 * r.curve.front().entropy) << "update " << now.update;
+    }
+  }
+  EXPECT_TRUE(saw_refinement);
+  // The same run on two threads, and resumed from a checkpoint taken half way.
+  auto two = params;
+  two["threads"] = "2";
+  const RlRun r2 = run(*p, 4, two);
+  expect_same_learning(r.curve, r2.curve);
+  const std::string ckpt = temp_path("rl-levels-ckpt");
+  std::filesystem::remove(ckpt);
+  auto half = params;
+  half["samples"] = "480";
+  half["checkpoint"] = ckpt;
+  run(*p, 4, half);
+  auto rest = params;
+  rest["checkpoint"] = ckpt;
+  const RlRun resumed = run(*p, 4, rest);
+  EXPECT_TRUE(resumed.resumed);
+  expect_same_learning(std::vector<CurvePoint>(r.curve.begin() + 60, r.curve.end()), resumed.curve);
+  EXPECT_EQ(resumed.refinements, r.refinements);
+  EXPECT_EQ(resumed.result.placement, r.result.placement);
+  std::filesystem::remove(ckpt);
+}
+
 TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
   Problem p(oom_chain_graph(), toy_cluster(10'000'000'000));
   // Both groups on /gpu:0 is fastest (2 ms) but needs 12 GB of a 10 GB GPU.
