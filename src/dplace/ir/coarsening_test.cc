@@ -247,7 +247,9 @@ TEST(CoarseningTest, LevelsAreNestedAndMatchSingleRuns) {
       o.target_groups = targets[i];
       const Coarsening single = coarsen_graph(g, o);
       EXPECT_EQ(groups_of(g, levels[i]), groups_of(g, single)) << "target " << targets[i];
-      if (targets[i] > 0) EXPECT_EQ(levels[i].num_groups, targets[i]);
+      if (targets[i] > 0) {
+        EXPECT_EQ(levels[i].num_groups, targets[i]);
+      }
       // Nested: ops sharing a group here share one in every coarser grouping.
       for (size_t j = 0; j < targets.size(); ++j) {
         if (levels[j].num_groups >= levels[i].num_groups) continue;

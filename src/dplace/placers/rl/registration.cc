@@ -16,8 +16,9 @@ class RlPlacer final : public Placer {
 
 void register_rl_placers() {
   register_placer({"rl",
-                   "REINFORCE-trained seq2seq policy (Mirhoseini et al. 2017); --param groups=N, "
-                   "samples=N, checkpoint=PATH, curve=FILE.csv, measure-cmd='CMD {placement}'",
+                   "REINFORCE-trained seq2seq policy (Mirhoseini et al. 2017) over nested "
+                   "groupings, coarse to fine; --param groups=N, levels=N, samples=N, "
+                   "checkpoint=PATH, curve=FILE.csv, measure-cmd='CMD {placement}'",
                    true, false, [] { return std::make_unique<RlPlacer>(); }});
 }
 
