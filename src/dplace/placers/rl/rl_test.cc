@@ -236,6 +236,24 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
   std::filesystem::remove(curve);
 }
 
+// Runs `params` (with an even "samples") to half its samples with a checkpoint, then resumes
+// from it to the end; returns the resumed run.
+RlRun run_resumed_half_way(const Problem& p, uint64_t seed,
+                           const std::map<std::string, std::string>& params,
+                           const std::string& name) {
+  const std::string ckpt = temp_path(name);
+  std::filesystem::remove(ckpt);
+  auto half = params;
+  half["samples"] = std::to_string(std::stoll(params.at("samples")) / 2);
+  half["checkpoint"] = ckpt;
+  run(p, seed, half);
+  auto rest = params;
+  rest["checkpoint"] = ckpt;
+  RlRun resumed = run(p, seed, rest);
+  std::filesystem::remove(ckpt);
+  return resumed;
+}
+
 TEST(RlPlacerTest, RestartsAConvergedPolicyAndKeepsTheBest) {
   const auto p = two_towers();
   const std::map<std::string, std::string> params = {
@@ -253,19 +271,10 @@ TEST(RlPlacerTest, RestartsAConvergedPolicyAndKeepsTheBest) {
   }
   // Restarts are part of the resumable state: stopping at 480 samples and resuming gives the
   // same run as going straight to 960.
-  const std::string ckpt = temp_path("rl-restart-ckpt");
-  std::filesystem::remove(ckpt);
-  auto half = params;
-  half["samples"] = "480";
-  half["checkpoint"] = ckpt;
-  run(*p, 4, half);
-  auto rest = params;
-  rest["checkpoint"] = ckpt;
-  const RlRun resumed = run(*p, 4, rest);
+  const RlRun resumed = run_resumed_half_way(*p, 4, params, "rl-restart-ckpt");
   EXPECT_TRUE(resumed.resumed);
   expect_same_learning(std::vector<CurvePoint>(r.curve.begin() + 60, r.curve.end()), resumed.curve);
   EXPECT_EQ(resumed.curve.back().restarts, r.curve.back().restarts);
-  std::filesystem::remove(ckpt);
 }
 
 TEST(RlPlacerTest, RefinesThroughNestedLevelsAndRestartsFromTheCoarsest) {
@@ -315,20 +324,11 @@ TEST(RlPlacerTest, RefinesThroughNestedLevelsAndRestartsFromTheCoarsest) {
   two["threads"] = "2";
   const RlRun r2 = run(*p, 4, two);
   expect_same_learning(r.curve, r2.curve);
-  const std::string ckpt = temp_path("rl-levels-ckpt");
-  std::filesystem::remove(ckpt);
-  auto half = params;
-  half["samples"] = "480";
-  half["checkpoint"] = ckpt;
-  run(*p, 4, half);
-  auto rest = params;
-  rest["checkpoint"] = ckpt;
-  const RlRun resumed = run(*p, 4, rest);
+  const RlRun resumed = run_resumed_half_way(*p, 4, params, "rl-levels-ckpt");
   EXPECT_TRUE(resumed.resumed);
   expect_same_learning(std::vector<CurvePoint>(r.curve.begin() + 60, r.curve.end()), resumed.curve);
   EXPECT_EQ(resumed.refinements, r.refinements);
   EXPECT_EQ(resumed.result.placement, r.result.placement);
-  std::filesystem::remove(ckpt);
 }
 
 TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
