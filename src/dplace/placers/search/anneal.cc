@@ -21,6 +21,204 @@ struct Candidate {
   Placement placement;
 };
 
+// Step time, plus for an OOM placement P * (1 + 10 * overflow / capacity of the overflowing
+// devices) (see anneal.h).
+double penalised_cost(const SimResult& r, double penalty_s) {
+  if (r.feasible) return r.step_time_s;
+  int64_t capacity = 0, overflow = 0;
+  for (const OomDevice& o : r.oom_devices) {
+    capacity += o.capacity_bytes;
+    overflow += o.overflow_bytes;
+  }
+  return r.step_time_s + penalty_s * (1.0 + 10.0 * double(overflow) / double(capacity));
+}
+
+// The search itself, from `start` (already simulated: start_sim) with the OOM penalty scale
+// penalty_s; `result` carries the evaluations spent before. The budget counts from clock_start.
+PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& options,
+                          const std::string& start_name, Placement start, const SimResult& start_sim,
+                          double penalty_s, PlaceResult result,
+                          std::chrono::steady_clock::time_point clock_start) {
+  const Graph& graph = *request.graph;
+  const Cluster& cluster = *request.cluster;
+  const GroupGraph groups(graph, cluster, *request.costs);
+  const size_t ng = groups.num_groups();
+  const int64_t block_size =
+      options.block_size > 0 ? options.block_size : std::max<int64_t>(8, int64_t(ng) / 8);
+  auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
+  };
+  auto cost_of = [&](const SimResult& r) { return penalised_cost(r, penalty_s); };
+  SimWorkspace workspace;
+  SimResult sim;
+
+  Placement current = std::move(start);
+  std::vector<DeviceId> device_of_group(ng);
+  for (size_t g = 0; g < ng; ++g) {
+    device_of_group[g] = current[graph.group_ops(GroupId::from_index(g)).front()];
+  }
+  std::vector<uint32_t> position(ng);  // of each group in groups.order()
+  for (size_t i = 0; i < ng; ++i) position[groups.order()[i].value()] = uint32_t(i);
+  std::vector<GroupId> movable;
+  for (size_t g = 0; g < ng; ++g) {
+    if (groups.allowed(GroupId::from_index(g)).size() > 1)
+      movable.push_back(GroupId::from_index(g));
+  }
+  bool all_linked = true;
+  for (size_t a = 0; a < cluster.num_devices(); ++a) {
+    for (size_t b = 0; b < cluster.num_devices(); ++b) {
+      if (a != b && !cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
+        all_linked = false;
+      }
+    }
+  }
+
+  double current_cost = cost_of(start_sim);
+  const double start_cost = current_cost;
+  Placement best = current;
+  double best_cost = current_cost;
+  bool best_feasible = start_sim.feasible;
+  int64_t best_at = 0;
+  int64_t accepted = 0;
+  const double temp0 = options.t_start * start_cost;
+  const double temp1 = std::max(options.t_end * start_cost, 1e-300);
+  const double log_ratio = temp0 > 0 ? std::log(temp1 / temp0) : 0;
+
+  Rng rng(request.seed);
+  std::vector<GroupId> moved;
+  std::vector<DeviceId> previous;
+  std::vector<GroupId> frontier;
+  std::vector<uint8_t> in_block(ng, 0);
+  int64_t done = 0;
+  bool capped = false;
+  auto move_group = [&](GroupId g, DeviceId d) {
+    moved.push_back(g);
+    previous.push_back(device_of_group[g.value()]);
+    device_of_group[g.value()] = d;
+    for (OpId op : graph.group_ops(g)) current.device_of_op[op.value()] = d;
+  };
+  // Log-uniform integer in [1, max]: small blocks often, large ones sometimes.
+  auto log_uniform = [&](size_t max) {
+    return std::max<size_t>(
+        1, std::min(max, size_t(std::exp(rng.uniform01() * std::log(double(max) + 1.0)))));
+  };
+  auto random_other_device = [&](GroupId g) {
+    const std::vector<DeviceId>& allowed = groups.allowed(g);
+    const DeviceId here = device_of_group[g.value()];
+    DeviceId d = allowed[rng.uniform_int(allowed.size() - 1)];
+    if (d == here) d = allowed.back();  // uniform over the allowed devices other than `here`
+    return d;
+  };
+
+  for (; !movable.empty() && done < options.evaluations; ++done) {
+    if (done % 32 == 0 && elapsed_s() > request.budget_seconds) {
+      capped = true;
+      break;
+    }
+    if (request.progress && options.evaluations >= 10 && done % (options.evaluations / 10) == 0 && done > 0) {
+      fmt::print(stderr, "anneal: {}/{} evaluations, best {:.6g} s{}\n", done, options.evaluations,
+                 best_cost, best_feasible ? "" : " (OOM)");
+    }
+    const double temperature = temp0 * std::exp(log_ratio * double(done) / double(options.evaluations));
+    moved.clear();
+    previous.clear();
+    const GroupId g = movable[rng.uniform_int(movable.size())];
+    const double kind = rng.uniform01();
+    if (kind < 0.3) {
+      move_group(g, random_other_device(g));
+    } else if (kind < 0.5) {
+      const auto nbs = groups.neighbors(g);
+      DeviceId target = DeviceId::invalid();
+      if (!nbs.empty()) {
+        const DeviceId d = device_of_group[nbs[rng.uniform_int(nbs.size())].group.value()];
+        if (d != device_of_group[g.value()] && groups.allows(g, d)) target = d;
+      }
+      move_group(g, target.valid() ? target : random_other_device(g));
+    } else if (kind < 0.75) {
+      const DeviceId here = device_of_group[g.value()];
+      const DeviceId target = random_other_device(g);
+      const size_t limit = log_uniform(size_t(block_size));
+      frontier.assign(1, g);
+      in_block[g.value()] = 1;
+      std::vector<GroupId> block;
+      for (size_t head = 0; head < frontier.size() && block.size() < limit; ++head) {
+        const GroupId x = frontier[head];
+        block.push_back(x);
+        for (const GroupNeighbor& nb : groups.neighbors(x)) {
+          const GroupId y = nb.group;
+          if (in_block[y.value()] || device_of_group[y.value()] != here ||
+              !groups.allows(y, target)) {
+            continue;
+          }
+          in_block[y.value()] = 1;
+          frontier.push_back(y);
+        }
+      }
+      for (GroupId x : frontier) in_block[x.value()] = 0;
+      for (GroupId x : block) move_group(x, target);
+    } else {
+      // A segment of the topological group order, from g on: a pipeline-stage boundary move.
+      const DeviceId target = random_other_device(g);
+      const size_t length = log_uniform(size_t(block_size));
+      const auto order = groups.order();
+      for (size_t i = position[g.value()]; i < order.size() && i < position[g.value()] + length;
+           ++i) {
+        const GroupId x = order[i];
+        if (device_of_group[x.value()] != target && groups.allows(x, target))
+          move_group(x, target);
+      }
+    }
+
+    bool valid = true;
+    if (!all_linked) {
+      valid = placement_problem(graph, cluster, *request.costs, current).empty();
+    }
+    double candidate_cost = kInfiniteTime;
+    if (valid) {
+      request.simulator->run(current, workspace, sim);
+      ++result.evaluations;
+      candidate_cost = cost_of(sim);
+    }
+    const double delta = candidate_cost - current_cost;
+    const bool accept =
+        valid &&
+        (delta <= 0 || (temperature > 0 && rng.uniform01() < std::exp(-delta / temperature)));
+    if (!accept) {
+      for (size_t i = moved.size(); i-- > 0;) {
+        const GroupId x = moved[i];
+        device_of_group[x.value()] = previous[i];
+        for (OpId op : graph.group_ops(x)) current.device_of_op[op.value()] = previous[i];
+      }
+      continue;
+    }
+    current_cost = candidate_cost;
+    ++accepted;
+    const bool better = (sim.feasible && !best_feasible) ||
+                        (sim.feasible == best_feasible && candidate_cost < best_cost);
+    if (better) {
+      best = current;
+      best_cost = candidate_cost;
+      best_feasible = sim.feasible;
+      best_at = done + 1;
+    }
+  }
+
+  result.placement = std::move(best);
+  if (!best_feasible) {
+    result.infeasible_reason =
+        "no placement found that fits in memory (started from " + start_name + ")";
+  }
+  result.note = fmt::format("started from {} ({:.6g} s); {} moves, {} accepted, best at move {}",
+                            start_name, start_cost, done, accepted, best_at);
+  if (capped) {
+    result.note += fmt::format(
+        "; stopped by --budget-seconds before {} evaluations: the result depends on machine "
+        "speed",
+        options.evaluations);
+  }
+  return result;
+}
+
 class AnnealPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
     const PlacerParams params("anneal", request.params,
@@ -31,10 +229,8 @@ class AnnealPlacer final : public Placer {
         params.get_int("evaluations", default_anneal_evaluations(graph), 0, int64_t{1} << 40);
     const double t_start = params.get_double("t_start", 1e-4, 0.0, 10.0);
     const double t_end = params.get_double("t_end", 1e-6, 0.0, 10.0);
-    const GroupGraph groups(graph, cluster, *request.costs);
-    const size_t ng = groups.num_groups();
-    const int64_t block_size =
-        params.get_int("block_size", std::max<int64_t>(8, int64_t(ng) / 8), 1, int64_t{1} << 40);
+    // 0: the default, max(8, groups / 8).
+    const int64_t block_size = params.get_int("block_size", 0, 1, int64_t{1} << 40);
     const std::string start_from =
         params.get_choice("start", "best", {"best", "single-gpu", "m-etf", "expert"});
     if (start_from == "expert" && !request.expert) {
@@ -43,23 +239,10 @@ class AnnealPlacer final : public Placer {
           graph.name()));
     }
     const auto clock_start = std::chrono::steady_clock::now();
-    auto elapsed_s = [&] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
-    };
-
     PlaceResult result;
     SimWorkspace workspace;
-    SimResult sim;
     double penalty_s = 0;
-    auto cost_of = [&](const SimResult& r) {
-      if (r.feasible) return r.step_time_s;
-      int64_t capacity = 0, overflow = 0;
-      for (const OomDevice& o : r.oom_devices) {
-        capacity += o.capacity_bytes;
-        overflow += o.overflow_bytes;
-      }
-      return r.step_time_s + penalty_s * (1.0 + 10.0 * double(overflow) / double(capacity));
-    };
+    auto cost_of = [&](const SimResult& r) { return penalised_cost(r, penalty_s); };
 
     // Start from the best cheap placement.
     std::vector<Candidate> starts;
@@ -99,175 +282,30 @@ class AnnealPlacer final : public Placer {
       if (cost_of(start_sims[i]) < cost_of(start_sims[chosen])) chosen = i;
     }
 
-    Placement current = starts[chosen].placement;
-    std::vector<DeviceId> device_of_group(ng);
-    for (size_t g = 0; g < ng; ++g) {
-      device_of_group[g] = current[graph.group_ops(GroupId::from_index(g)).front()];
-    }
-    std::vector<uint32_t> position(ng);  // of each group in groups.order()
-    for (size_t i = 0; i < ng; ++i) position[groups.order()[i].value()] = uint32_t(i);
-    std::vector<GroupId> movable;
-    for (size_t g = 0; g < ng; ++g) {
-      if (groups.allowed(GroupId::from_index(g)).size() > 1)
-        movable.push_back(GroupId::from_index(g));
-    }
-    bool all_linked = true;
-    for (size_t a = 0; a < cluster.num_devices(); ++a) {
-      for (size_t b = 0; b < cluster.num_devices(); ++b) {
-        if (a != b && !cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
-          all_linked = false;
-        }
-      }
-    }
-
-    double current_cost = cost_of(start_sims[chosen]);
-    const double start_cost = current_cost;
-    Placement best = current;
-    double best_cost = current_cost;
-    bool best_feasible = start_sims[chosen].feasible;
-    int64_t best_at = 0;
-    int64_t accepted = 0;
-    const double temp0 = t_start * start_cost;
-    const double temp1 = std::max(t_end * start_cost, 1e-300);
-    const double log_ratio = temp0 > 0 ? std::log(temp1 / temp0) : 0;
-
-    Rng rng(request.seed);
-    std::vector<GroupId> moved;
-    std::vector<DeviceId> previous;
-    std::vector<GroupId> frontier;
-    std::vector<uint8_t> in_block(ng, 0);
-    int64_t done = 0;
-    bool capped = false;
-    auto move_group = [&](GroupId g, DeviceId d) {
-      moved.push_back(g);
-      previous.push_back(device_of_group[g.value()]);
-      device_of_group[g.value()] = d;
-      for (OpId op : graph.group_ops(g)) current.device_of_op[op.value()] = d;
-    };
-    // Log-uniform integer in [1, max]: small blocks often, large ones sometimes.
-    auto log_uniform = [&](size_t max) {
-      return std::max<size_t>(
-          1, std::min(max, size_t(std::exp(rng.uniform01() * std::log(double(max) + 1.0)))));
-    };
-    auto random_other_device = [&](GroupId g) {
-      const std::vector<DeviceId>& allowed = groups.allowed(g);
-      const DeviceId here = device_of_group[g.value()];
-      DeviceId d = allowed[rng.uniform_int(allowed.size() - 1)];
-      if (d == here) d = allowed.back();  // uniform over the allowed devices other than `here`
-      return d;
-    };
-
-    for (; !movable.empty() && done < evaluations; ++done) {
-      if (done % 32 == 0 && elapsed_s() > request.budget_seconds) {
-        capped = true;
-        break;
-      }
-      if (request.progress && evaluations >= 10 && done % (evaluations / 10) == 0 && done > 0) {
-        fmt::print(stderr, "anneal: {}/{} evaluations, best {:.6g} s{}\n", done, evaluations,
-                   best_cost, best_feasible ? "" : " (OOM)");
-      }
-      const double temperature = temp0 * std::exp(log_ratio * double(done) / double(evaluations));
-      moved.clear();
-      previous.clear();
-      const GroupId g = movable[rng.uniform_int(movable.size())];
-      const double kind = rng.uniform01();
-      if (kind < 0.3) {
-        move_group(g, random_other_device(g));
-      } else if (kind < 0.5) {
-        const auto nbs = groups.neighbors(g);
-        DeviceId target = DeviceId::invalid();
-        if (!nbs.empty()) {
-          const DeviceId d = device_of_group[nbs[rng.uniform_int(nbs.size())].group.value()];
-          if (d != device_of_group[g.value()] && groups.allows(g, d)) target = d;
-        }
-        move_group(g, target.valid() ? target : random_other_device(g));
-      } else if (kind < 0.75) {
-        const DeviceId here = device_of_group[g.value()];
-        const DeviceId target = random_other_device(g);
-        const size_t limit = log_uniform(size_t(block_size));
-        frontier.assign(1, g);
-        in_block[g.value()] = 1;
-        std::vector<GroupId> block;
-        for (size_t head = 0; head < frontier.size() && block.size() < limit; ++head) {
-          const GroupId x = frontier[head];
-          block.push_back(x);
-          for (const GroupNeighbor& nb : groups.neighbors(x)) {
-            const GroupId y = nb.group;
-            if (in_block[y.value()] || device_of_group[y.value()] != here ||
-                !groups.allows(y, target)) {
-              continue;
-            }
-            in_block[y.value()] = 1;
-            frontier.push_back(y);
-          }
-        }
-        for (GroupId x : frontier) in_block[x.value()] = 0;
-        for (GroupId x : block) move_group(x, target);
-      } else {
-        // A segment of the topological group order, from g on: a pipeline-stage boundary move.
-        const DeviceId target = random_other_device(g);
-        const size_t length = log_uniform(size_t(block_size));
-        const auto order = groups.order();
-        for (size_t i = position[g.value()]; i < order.size() && i < position[g.value()] + length;
-             ++i) {
-          const GroupId x = order[i];
-          if (device_of_group[x.value()] != target && groups.allows(x, target))
-            move_group(x, target);
-        }
-      }
-
-      bool valid = true;
-      if (!all_linked) {
-        valid = placement_problem(graph, cluster, *request.costs, current).empty();
-      }
-      double candidate_cost = kInfiniteTime;
-      if (valid) {
-        request.simulator->run(current, workspace, sim);
-        ++result.evaluations;
-        candidate_cost = cost_of(sim);
-      }
-      const double delta = candidate_cost - current_cost;
-      const bool accept =
-          valid &&
-          (delta <= 0 || (temperature > 0 && rng.uniform01() < std::exp(-delta / temperature)));
-      if (!accept) {
-        for (size_t i = moved.size(); i-- > 0;) {
-          const GroupId x = moved[i];
-          device_of_group[x.value()] = previous[i];
-          for (OpId op : graph.group_ops(x)) current.device_of_op[op.value()] = previous[i];
-        }
-        continue;
-      }
-      current_cost = candidate_cost;
-      ++accepted;
-      const bool better = (sim.feasible && !best_feasible) ||
-                          (sim.feasible == best_feasible && candidate_cost < best_cost);
-      if (better) {
-        best = current;
-        best_cost = candidate_cost;
-        best_feasible = sim.feasible;
-        best_at = done + 1;
-      }
-    }
-
-    result.placement = std::move(best);
-    if (!best_feasible) {
-      result.infeasible_reason =
-          "no placement found that fits in memory (started from " + starts[chosen].name + ")";
-    }
-    result.note = fmt::format("started from {} ({:.6g} s); {} moves, {} accepted, best at move {}",
-                              starts[chosen].name, start_cost, done, accepted, best_at);
-    if (capped) {
-      result.note += fmt::format(
-          "; stopped by --budget-seconds before {} evaluations: the result depends on machine "
-          "speed",
-          evaluations);
-    }
-    return result;
+    return anneal_search(request, AnnealOptions{evaluations, t_start, t_end, block_size},
+                         starts[chosen].name, starts[chosen].placement, start_sims[chosen],
+                         penalty_s, std::move(result), clock_start);
   }
 };
 
 }  // namespace
+
+PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_name,
+                        const Placement& start, const AnnealOptions& options) {
+  const auto clock_start = std::chrono::steady_clock::now();
+  const std::string problem =
+      placement_problem(*request.graph, *request.cluster, *request.costs, start);
+  DPLACE_CHECK(problem.empty()) << "anneal_from: invalid start placement: " << problem;
+  PlaceResult result;
+  SimResult start_sim;
+  SimWorkspace workspace;
+  request.simulator->run(start, workspace, start_sim);
+  ++result.evaluations;
+  const double penalty_s =
+      2.0 * std::max(start_sim.step_time_s, request.simulator->lower_bound_s());
+  return anneal_search(request, options, start_name, start, start_sim, penalty_s,
+                       std::move(result), clock_start);
+}
 
 int64_t default_anneal_evaluations(const Graph& graph) {
   const double size = double(graph.num_ops() + graph.num_edges());

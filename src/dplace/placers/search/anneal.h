@@ -27,7 +27,10 @@
 // t_start (Default: 1e-4), t_end (Default: 1e-6), block_size (Default: max(8, groups / 8)),
 // start (Default: best).
 //
-// Thread safety: a placer object runs one place() at a time.
+// anneal_from() runs the same search from a given placement (the rl placer polishes its result with
+// it).
+//
+// Thread safety: a placer object runs one place() at a time; anneal_from is reentrant.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,21 @@
 namespace dplace {
 
 std::unique_ptr<Placer> make_anneal_placer();
+
+struct AnnealOptions {
+  int64_t evaluations = 20000;  // moves tried. REQUIRES: >= 0
+  double t_start = 1e-4;        // temperatures, relative to the start's cost
+  double t_end = 1e-6;
+  int64_t block_size = 0;  // largest block or segment move; 0: max(8, groups / 8). Default: 0.
+};
+
+// Simulated annealing from `start` (REQUIRES: a valid placement for the request's graph and
+// cluster; start_name names it in the note), with the OOM penalty scale taken from the start.
+// Uses request.seed, request.budget_seconds (a cap, reported in the note) and request.progress;
+// ignores request.params and request.expert. The result is the best placement seen, the start
+// included, so it is never worse than the start; evaluations count the start's simulation.
+PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_name,
+                        const Placement& start, const AnnealOptions& options);
 // The default of --param evaluations for this graph.
 int64_t default_anneal_evaluations(const Graph& graph);
 
