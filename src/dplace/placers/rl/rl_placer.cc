@@ -233,6 +233,12 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"init-steps",
            [&](auto& k, auto& v) { o.init_steps = static_cast<int>(parse_int(k, v, 1)); }},
           {"measure-cmd", [&](auto&, auto& v) { o.measure_cmd = v; }},
+          {"polish", [&](auto& k, auto& v) { o.polish_evaluations = parse_int(k, v, 0); }},
+          {"polish-share",
+           [&](auto& k, auto& v) {
+             o.polish_share = parse_double(k, v, 0, true);
+             if (o.polish_share >= 1) bad_param(k, v, "a number in [0, 1)");
+           }},
           {"progress-seconds",
            [&](auto& k, auto& v) { o.progress_seconds = parse_double(k, v, 0, true); }},
       };
@@ -244,6 +250,14 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
       throw ConfigError(fmt::format("placer 'rl': unknown --param '{}' (known: {})", key, known));
     }
     it->second(key, value);
+  }
+  if (!o.measure_cmd.empty()) {
+    if (o.polish_evaluations > 0) {
+      throw ConfigError(
+          "placer 'rl': --param polish simulates its moves, so it cannot refine a placement "
+          "measured with --param measure-cmd; use polish=0");
+    }
+    o.polish_evaluations = 0;
   }
   return o;
 }

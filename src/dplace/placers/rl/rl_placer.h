@@ -30,6 +30,9 @@
 
 namespace dplace::rl {
 
+// Default polishing effort, in multiples of anneal's default evaluations (see RlOptions).
+inline constexpr int64_t kPolishFactor = 10;
+
 struct RlOptions {
   size_t groups = 256;  // groups placed at the finest level. Default: 256.
   // Stage 2 of the grouping (ir/coarsening.h), the paper's merge of an op into its sole consumer:
@@ -98,6 +101,15 @@ struct RlOptions {
   std::string init = "none";    // Default: none.
   int init_steps = 200;         // Default: 200.
   std::string measure_cmd;      // external reward command (see reward.h); empty: the simulator.
+  // Polishing (not in the paper; done by the registered placer `rl`, not by run_rl): the learned
+  // placement is refined by simulated annealing over colocation-group moves (search/anneal.h,
+  // anneal_from) for polish_evaluations moves, which places single ops and groups the policy's
+  // coarse groups cannot separate. -1: kPolishFactor times anneal's default evaluations for the
+  // graph; 0: off (the paper's method alone; forced with measure_cmd, whose reward the simulator
+  // cannot stand in for). The learning stops at (1 - polish_share) of the budget so that the
+  // polishing has the rest. Default: -1, 0.1.
+  int64_t polish_evaluations = -1;
+  double polish_share = 0.1;
   double progress_seconds = 2;  // seconds between progress lines (with --progress).
 };
 
@@ -105,8 +117,9 @@ struct RlOptions {
 // off), sole-consumer-limit, cap (lightest/communication), cap-transfer-scale, levels, batch,
 // restart-patience, restart-entropy, imitation, samples, hidden, embedding, lr, clip, entropy,
 // entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
-// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, progress-seconds. Throws
-// ConfigError for an unknown key or a bad value, naming both.
+// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, polish, polish-share,
+// progress-seconds. Throws ConfigError for an unknown key or a bad value, naming both, and for
+// polish > 0 together with measure-cmd.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).
