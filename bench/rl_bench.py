@@ -6,7 +6,9 @@ For each workload MODEL@CLUSTER it runs, through the dplace command line,
                  --budget-seconds B --seed S --json
   dplace place   MODEL --cluster CLUSTER --placer rl --budget-seconds B --seed S --json --progress
                  --param curve=OUT/curve_MODEL_CLUSTER.csv [--param key=value ...]
-and writes OUT/summary.json, OUT/summary.md (the markdown table for RESULTS.md) and, with
+  dplace place   MODEL --cluster CLUSTER --placer anneal --param evaluations=10N --json
+(N: anneal's default evaluations, read from its note; 10x is what rl's polishing spends, so the
+"anneal 10x" column is the classic search given the same effort) and writes OUT/summary.json, OUT/summary.md (the markdown table for RESULTS.md) and, with
 bench/plot_rl_curves.py, the learning-curve SVG.
 
 Usage (from the repository root):
@@ -95,6 +97,18 @@ def main():
                               ",".join(CLASSIC), "--budget-seconds", str(args.budget_seconds),
                               "--seed", str(args.seed), "--json"])
             entry["classic"] = classic["rows"]
+        if (model, cluster) in previous and "anneal_10x" in previous[(model, cluster)]:
+            entry["anneal_10x"] = previous[(model, cluster)]["anneal_10x"]
+        else:
+            anneal = next(r for r in entry["classic"] if r.get("placer") == "anneal")
+            moves = int(re.search(r"(\d+) moves", anneal["note"]).group(1))
+            print(f"rl_bench: {spec}: anneal with {10 * moves} evaluations", file=sys.stderr,
+                  flush=True)
+            entry["anneal_10x"], _ = run([args.dplace, "place", model, "--cluster", cluster,
+                                          "--placer", "anneal", "--param",
+                                          f"evaluations={10 * moves}", "--budget-seconds",
+                                          str(args.budget_seconds), "--seed", str(args.seed),
+                                          "--json"])
         print(f"rl_bench: {spec}: rl", file=sys.stderr, flush=True)
         curve = os.path.join(args.out, f"curve_{tag}.csv")
         if os.path.exists(curve):
@@ -110,6 +124,9 @@ def main():
         # simulated (identical samples of a batch are simulated once).
         match = re.search(r"(\d+) samples", rl.get("note", ""))
         entry["rl_samples"] = int(match.group(1)) if match else rl.get("evaluations", 0)
+        # With polishing the note goes on "...; polished by anneal: learned T s, polished ...".
+        match = re.search(r"learned ([0-9.e+-]+) s", rl.get("note", ""))
+        entry["rl_learned_s"] = float(match.group(1)) if match else rl["step_time_s"]
         entry["rl_wall_seconds"] = seconds
         entry["rl_budget_seconds"] = budget
         entry["curve"] = os.path.basename(curve)
@@ -118,9 +135,10 @@ def main():
             json.dump({"budget_seconds": args.budget_seconds, "seed": args.seed,
                        "params": args.param, "workloads": workloads}, f, indent=1)
 
-    lines = ["| workload | " + " | ".join(CLASSIC) + " | rl | rl vs expert | rl vs best classic "
-             "| rl samples (per s) | rl wall s |",
-             "|---|" + "---|" * (len(CLASSIC) + 5)]
+    lines = ["| workload | " + " | ".join(CLASSIC) + " | anneal 10x | rl learned | rl "
+             "| rl vs expert | rl vs best classic | rl vs anneal 10x | rl samples (per s) "
+             "| rl wall s |",
+             "|---|" + "---|" * (len(CLASSIC) + 8)]
     for w in workloads:
         by_name = {r["placer"]: r for r in w["classic"] if "placer" in r}
         cells = []
@@ -143,11 +161,19 @@ def main():
         vs_best = "n/a"
         if best_classic:
             vs_best = f"{faster_or_slower(rl_t, best_classic[1])} ({best_classic[0]})"
+        long = w.get("anneal_10x")
+        long_cell, vs_long = "n/a", "n/a"
+        if long:
+            long_cell = fmt_ms(long["step_time_s"]) + ("" if long["feasible"] else " (OOM)")
+            if long["feasible"]:
+                vs_long = faster_or_slower(rl_t, long["step_time_s"])
+        learned = fmt_ms(w.get("rl_learned_s", rl_t))
         samples = w.get("rl_samples", rl.get("evaluations", 0))
         rate = samples / max(rl["placement_seconds"], 1e-9)
         lines.append(f"| {w['model']} @ {w['cluster']} | " + " | ".join(cells) +
-                     f" | **{fmt_ms(rl_t)}**{'' if rl['feasible'] else ' (OOM)'} | {vs_expert} | "
-                     f"{vs_best} | {samples} ({rate:.0f}) | {rl['placement_seconds']:.0f} |")
+                     f" | {long_cell} | {learned} | **{fmt_ms(rl_t)}**"
+                     f"{'' if rl['feasible'] else ' (OOM)'} | {vs_expert} | {vs_best} | {vs_long} | "
+                     f"{samples} ({rate:.0f}) | {rl['placement_seconds']:.0f} |")
     table = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(table)
