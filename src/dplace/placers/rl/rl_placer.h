@@ -11,6 +11,8 @@
 //     Adam with gradient-norm clipping; an entropy bonus that decays to zero; the best placement
 //     ever seen (and the final greedy decoding, if better) is returned. A converged policy that
 //     stops finding better placements restarts from fresh weights (restart_patience).
+//  5. Polishing (by the registered placer in registration.cc, not by run_rl): simulated annealing
+//     from the learned placement (RlOptions::polish_evaluations).
 //
 // Options come from PlaceRequest::params (the CLI's --param key=value); rl_options_from_params
 // lists them. Determinism: for one seed, the sequence of sampled placements, the learning curve
