@@ -116,7 +116,8 @@ def panel(ox, oy, w, curve_rows):
         out.append(f'<text x="{ox + MARGIN_L + pw - 4}" y="{y - 4:.1f}" font-size="10" '
                    f'fill="{color}" text-anchor="end">{esc(name)} {v:.1f}</text>')
     out.append(f'<text x="{ox + MARGIN_L + 6}" y="{ly}" font-size="10" fill="#1f77b4">'
-               f'rl best {w["rl"]["step_time_s"] * 1e3:.1f} ms, '
+               f'rl learned {w.get("rl_learned_s", w["rl"]["step_time_s"]) * 1e3:.1f} ms, '
+               f'polished {w["rl"]["step_time_s"] * 1e3:.1f} ms, '
                f'{w.get("rl_samples", w["rl"]["evaluations"])} samples</text>')
     out.append(f'<text x="{ox + MARGIN_L + 6}" y="{ly + 13}" font-size="10" fill="#6baed6">'
                f'batch mean</text>')

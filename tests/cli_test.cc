@@ -198,14 +198,14 @@ TEST(CliTest, MalformedClusterCorpusIsRejectedCleanly) {
 }
 
 #ifdef DPLACE_WITH_TORCH
-// The rl placer end to end: a fixed sample count makes the run deterministic and quick, and the
-// placement it writes simulates to the step time it reported.
+// The rl placer end to end: a fixed sample count and a fixed number of polishing moves make the run
+// deterministic and quick, and the placement it writes simulates to the step time it reported.
 TEST(CliTest, RlPlacerRunsDeterministicallyAndWritesItsCurve) {
   const std::string out = (temp_dir() / "rl.json").string();
   const std::string curve = (temp_dir() / "rl_curve.csv").string();
   const std::string args =
       "place two_tower --cluster paper-k80x2 --placer rl --seed 3 --param samples=64 "
-      "--param batch=8 --json --param curve=" +
+      "--param batch=8 --param polish=500 --json --param curve=" +
       curve;
   RunResult a = run(args + " -o " + out);
   ASSERT_EQ(a.exit_code, 0) << a.err;
@@ -213,12 +213,15 @@ TEST(CliTest, RlPlacerRunsDeterministicallyAndWritesItsCurve) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   Json ja = Json::parse(a.out), jb = Json::parse(b.out);
   EXPECT_EQ(ja["step_time_s"], jb["step_time_s"]);
-  // The distinct placements of each batch of 8 (at least one per batch, at most all 64 samples)
-  // and the final greedy decoding; the note counts the samples.
+  // The distinct placements of each batch of 8 (at least one per batch, at most all 64 samples),
+  // the final greedy decoding, then the polishing's start and its 500 moves; the note counts the
+  // samples and reports the polishing.
   EXPECT_EQ(ja["evaluations"], jb["evaluations"]);
-  EXPECT_GE(ja["evaluations"].get<int64_t>(), 8 + 1);
-  EXPECT_LE(ja["evaluations"].get<int64_t>(), 64 + 1);
+  EXPECT_GE(ja["evaluations"].get<int64_t>(), 8 + 1 + 1 + 500);
+  EXPECT_LE(ja["evaluations"].get<int64_t>(), 64 + 1 + 1 + 500);
   EXPECT_NE(ja["note"].get<std::string>().find("64 samples"), std::string::npos) << ja["note"];
+  EXPECT_NE(ja["note"].get<std::string>().find("polished by anneal"), std::string::npos)
+      << ja["note"];
   RunResult simulated =
       run("simulate two_tower --cluster paper-k80x2 --placement " + out + " --json");
   ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
