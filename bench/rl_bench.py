@@ -8,8 +8,9 @@ For each workload MODEL@CLUSTER it runs, through the dplace command line,
                  --param curve=OUT/curve_MODEL_CLUSTER.csv [--param key=value ...]
   dplace place   MODEL --cluster CLUSTER --placer anneal --param evaluations=10N --json
 (N: anneal's default evaluations, read from its note; 10x is what rl's polishing spends, so the
-"anneal 10x" column is the classic search given the same effort) and writes OUT/summary.json, OUT/summary.md (the markdown table for RESULTS.md) and, with
-bench/plot_rl_curves.py, the learning-curve SVG.
+"anneal 10x" column is the classic search given the same effort) and writes OUT/summary.json,
+OUT/summary.md (the markdown table for RESULTS.md) and, with bench/plot_rl_curves.py, the
+learning-curve SVG.
 
 Usage (from the repository root):
   /usr/bin/python3 bench/rl_bench.py --dplace build/bin/dplace --out bench/results/rl \

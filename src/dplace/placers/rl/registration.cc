@@ -32,8 +32,8 @@ class RlPlacer final : public Placer {
     PlaceRequest refine = request;
     refine.budget_seconds = std::max(
         0.0, request.budget_seconds - std::chrono::duration<double>(polish_start - start).count());
-    PlaceResult polished = anneal_from(refine, "rl", learned.placement,
-                                       AnnealOptions{.evaluations = polish});
+    PlaceResult polished =
+        anneal_from(refine, "rl", learned.placement, AnnealOptions{.evaluations = polish});
     const SimResult polished_sim = request.simulator->run(polished.placement);
     auto describe = [](const SimResult& r) {
       return fmt::format("{:.6g} s{}", r.step_time_s, r.feasible ? "" : " (OOM)");

@@ -100,9 +100,9 @@ struct RlOptions {
   // reproduce PlaceRequest::expert (the model's expert placement, or --placement FILE) projected
   // onto the (coarsest) groups, for init_steps Adam steps; "none" starts from random weights.
   // A move to a finer level warm-starts the same way on the best placement.
-  std::string init = "none";    // Default: none.
-  int init_steps = 200;         // Default: 200.
-  std::string measure_cmd;      // external reward command (see reward.h); empty: the simulator.
+  std::string init = "none";  // Default: none.
+  int init_steps = 200;       // Default: 200.
+  std::string measure_cmd;    // external reward command (see reward.h); empty: the simulator.
   // Polishing (not in the paper; done by the registered placer `rl`, not by run_rl): the learned
   // placement is refined by simulated annealing over colocation-group moves (search/anneal.h,
   // anneal_from) for polish_evaluations moves, which places single ops and groups the policy's

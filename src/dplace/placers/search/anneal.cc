@@ -36,8 +36,8 @@ double penalised_cost(const SimResult& r, double penalty_s) {
 // The search itself, from `start` (already simulated: start_sim) with the OOM penalty scale
 // penalty_s; `result` carries the evaluations spent before. The budget counts from clock_start.
 PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& options,
-                          const std::string& start_name, Placement start, const SimResult& start_sim,
-                          double penalty_s, PlaceResult result,
+                          const std::string& start_name, Placement start,
+                          const SimResult& start_sim, double penalty_s, PlaceResult result,
                           std::chrono::steady_clock::time_point clock_start) {
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
@@ -115,11 +115,13 @@ PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& opti
       capped = true;
       break;
     }
-    if (request.progress && options.evaluations >= 10 && done % (options.evaluations / 10) == 0 && done > 0) {
+    if (request.progress && options.evaluations >= 10 && done % (options.evaluations / 10) == 0 &&
+        done > 0) {
       fmt::print(stderr, "anneal: {}/{} evaluations, best {:.6g} s{}\n", done, options.evaluations,
                  best_cost, best_feasible ? "" : " (OOM)");
     }
-    const double temperature = temp0 * std::exp(log_ratio * double(done) / double(options.evaluations));
+    const double temperature =
+        temp0 * std::exp(log_ratio * double(done) / double(options.evaluations));
     moved.clear();
     previous.clear();
     const GroupId g = movable[rng.uniform_int(movable.size())];
@@ -164,8 +166,7 @@ PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& opti
       for (size_t i = position[g.value()]; i < order.size() && i < position[g.value()] + length;
            ++i) {
         const GroupId x = order[i];
-        if (device_of_group[x.value()] != target && groups.allows(x, target))
-          move_group(x, target);
+        if (device_of_group[x.value()] != target && groups.allows(x, target)) move_group(x, target);
       }
     }
 
@@ -303,8 +304,8 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
   ++result.evaluations;
   const double penalty_s =
       2.0 * std::max(start_sim.step_time_s, request.simulator->lower_bound_s());
-  return anneal_search(request, options, start_name, start, start_sim, penalty_s,
-                       std::move(result), clock_start);
+  return anneal_search(request, options, start_name, start, start_sim, penalty_s, std::move(result),
+                       clock_start);
 }
 
 int64_t default_anneal_evaluations(const Graph& graph) {
