@@ -10,10 +10,12 @@ DPLACE := $(BUILD_DIR)/bin/dplace
 deps:
 	bash scripts/install-deps.sh
 
-$(BUILD_DIR)/CMakeCache.txt:
+# Configure after the packages are in (order-only, so `make -jN` cannot run the two at once). The
+# stamp is the generated Makefile, not CMakeCache.txt, which a failed configure leaves behind.
+$(BUILD_DIR)/Makefile: | deps
 	cmake --preset $(PRESET)
 
-build: deps $(BUILD_DIR)/CMakeCache.txt
+build: deps $(BUILD_DIR)/Makefile
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 demo: build
