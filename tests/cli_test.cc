@@ -199,15 +199,16 @@ TEST(CliTest, MalformedClusterCorpusIsRejectedCleanly) {
 
 #ifdef DPLACE_WITH_TORCH
 // The rl placer end to end: a fixed sample count and a fixed number of polishing moves make the run
-// deterministic and quick, and the placement it writes simulates to the step time it reported.
+// deterministic and quick, and the placement it writes simulates to the step time it reported. The
+// second run gives the run controls as --param, the first as options of their own: the same run.
 TEST(CliTest, RlPlacerRunsDeterministicallyAndWritesItsCurve) {
   const std::string out = (temp_dir() / "rl.json").string();
   const std::string curve = (temp_dir() / "rl_curve.csv").string();
-  const std::string args =
-      "place two_tower --cluster paper-k80x2 --placer rl --seed 3 --param samples=64 "
-      "--param batch=8 --param polish=500 --json --param curve=" +
-      curve;
-  RunResult a = run(args + " -o " + out);
+  const std::string common =
+      "place two_tower --cluster paper-k80x2 --placer rl --seed 3 --param batch=8 "
+      "--param polish=500 --json ";
+  const std::string args = common + "--param samples=64 --param curve=" + curve;
+  RunResult a = run(common + "--samples 64 --curve " + curve + " -o " + out);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   RunResult b = run(args);
   ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -237,6 +238,9 @@ TEST(CliTest, RlPlacerBadParamIsOneLineExit2) {
   expect_one_line_error(
       run("place two_tower --cluster paper-k80x2 --placer rl --param measure-cmd=true"),
       "{placement}");
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer rl --samples 8 --param samples=9"),
+      "--samples and --param samples= both given");
 }
 #endif
 

@@ -1,5 +1,7 @@
 // dplace place   GRAPH --cluster C --placer NAME [--seed N] [--budget-seconds S] [-o P.json]
 //                [--json] [--trace T.json] [--dot F.dot|F.svg]
+//                [--groups N] [--samples N] [--checkpoint P] [--curve F.csv] [--measure-cmd C]
+//                (the rl placer's run controls; each is the same as --param KEY=VALUE)
 // dplace compare GRAPH --cluster C [--placers a,b,...] [--seed N] [--budget-seconds S]
 //                [--json|--csv] [--trace T.json] [--dot F]   (files for the best placement)
 #include <fmt/format.h>
@@ -7,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "dplace/cli/commands.h"
 #include "dplace/cli/report.h"
@@ -26,6 +29,8 @@ struct SearchArgs {
   bool progress = false;
   std::string expert_path;          // --placement FILE for the expert placer
   std::vector<std::string> params;  // --param key=value
+  // Options that stand for --param KEY=VALUE (place only): option name without "--" -> value.
+  std::map<std::string, std::string> param_options;
 };
 
 void add_search_options(CLI::App* cmd, SearchArgs& args) {
@@ -38,6 +43,28 @@ void add_search_options(CLI::App* cmd, SearchArgs& args) {
   cmd->add_option("--placement", args.expert_path,
                   "placement file used by the 'expert' placer instead of the model's own");
   cmd->add_option("--param", args.params, "placer option key=value (repeatable)");
+}
+
+// The rl placer's run controls as options of their own (the names of the issue and the paper's
+// description); each is stored as --param NAME=VALUE, so the placer parses and checks it.
+void add_param_options(CLI::App* cmd, SearchArgs& args) {
+  struct ParamOption {
+    const char* name;
+    const char* help;
+  };
+  static const ParamOption kOptions[] = {
+      {"groups", "rl: placement groups at the finest level (same as --param groups=N)"},
+      {"samples", "rl: stop after this many samples (same as --param samples=N)"},
+      {"checkpoint", "rl: save and resume the learning here (same as --param checkpoint=PATH)"},
+      {"curve", "rl: write the learning curve as CSV (same as --param curve=FILE.csv)"},
+      {"measure-cmd",
+       "rl: measure placements with 'CMD {placement}' (same as --param measure-cmd=CMD)"},
+  };
+  for (const ParamOption& o : kOptions) {
+    const std::string name = o.name;
+    cmd->add_option_function<std::string>(
+        "--" + name, [&args, name](const std::string& v) { args.param_options[name] = v; }, o.help);
+  }
 }
 
 PlaceRequest make_request(const Session& session, const SearchArgs& args) {
@@ -60,6 +87,12 @@ PlaceRequest make_request(const Session& session, const SearchArgs& args) {
       throw ConfigError(fmt::format("--param '{}': expected key=value", p));
     }
     r.params[p.substr(0, eq)] = p.substr(eq + 1);
+  }
+  for (const auto& [key, value] : args.param_options) {
+    if (r.params.count(key)) {
+      throw ConfigError(fmt::format("--{} and --param {}= both given; use one of them", key, key));
+    }
+    r.params[key] = value;
   }
   return r;
 }
@@ -240,6 +273,7 @@ void add_place_commands(CLI::App& app) {
   auto place = std::make_shared<PlaceArgs>();
   CLI::App* cmd = app.add_subcommand("place", "find a placement with one placer");
   add_search_options(cmd, place->search);
+  add_param_options(cmd, place->search);
   cmd->add_option("--placer", place->placer, "placer name (see dplace placers)")->required();
   add_output_options(cmd, place->out, true);
   cmd->callback([place] { run_place(*place); });
