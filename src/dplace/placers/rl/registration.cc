@@ -1,7 +1,8 @@
 // Registration of placer `rl`: the learning (rl_placer.h) followed by the polishing (RlOptions::
-// polish_evaluations) with simulated annealing (search/anneal.h). Compiled into dplace_placers
-// (not dplace_rl) so that the Torch library depends on the placer interface's headers only and the
-// polishing can use another placer of this module; built only with DPLACE_WITH_TORCH.
+// polish_evaluations, polish_rounds) with simulated annealing (search/anneal.h). Compiled into
+// dplace_placers (not dplace_rl) so that the Torch library depends on the placer interface's
+// headers only and the polishing can use another placer of this module; built only with
+// DPLACE_WITH_TORCH.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,30 +19,31 @@ class RlPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
     const auto start = std::chrono::steady_clock::now();
     const rl::RlOptions options = rl::rl_options_from_params(request.params);
-    const int64_t polish = options.polish_evaluations >= 0
-                               ? options.polish_evaluations
-                               : rl::kPolishFactor * default_anneal_evaluations(*request.graph);
-    if (polish == 0) return rl::run_rl(request, options).result;
+    const int64_t moves = options.polish_evaluations >= 0
+                              ? options.polish_evaluations
+                              : rl::kPolishFactor * default_anneal_evaluations(*request.graph);
+    if (moves == 0) return rl::run_rl(request, options).result;
 
     PlaceRequest learn = request;
     learn.budget_seconds = request.budget_seconds * (1 - options.polish_share);
-    PlaceResult learned = rl::run_rl(learn, options).result;
-    const SimResult learned_sim = request.simulator->run(learned.placement);
+    const PlaceResult learned = rl::run_rl(learn, options).result;
 
     const auto polish_start = std::chrono::steady_clock::now();
     PlaceRequest refine = request;
     refine.budget_seconds = std::max(
         0.0, request.budget_seconds - std::chrono::duration<double>(polish_start - start).count());
-    PlaceResult polished =
-        anneal_from(refine, "rl", learned.placement, AnnealOptions{.evaluations = polish});
-    const SimResult polished_sim = request.simulator->run(polished.placement);
+    PlaceResult polished = anneal_from(
+        refine, "rl", learned.placement,
+        AnnealOptions{
+            .evaluations = moves, .rounds = options.polish_rounds, .threads = options.threads});
     auto describe = [](const SimResult& r) {
       return fmt::format("{:.6g} s{}", r.step_time_s, r.feasible ? "" : " (OOM)");
     };
     polished.evaluations += learned.evaluations;
     polished.note = fmt::format(
         "{}; polished by anneal: learned {}, polished {} in {:.1f} s ({})", learned.note,
-        describe(learned_sim), describe(polished_sim),
+        describe(request.simulator->run(learned.placement)),
+        describe(request.simulator->run(polished.placement)),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - polish_start).count(),
         polished.note);
     return polished;

@@ -239,6 +239,8 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
              o.polish_share = parse_double(k, v, 0, true);
              if (o.polish_share >= 1) bad_param(k, v, "a number in [0, 1)");
            }},
+          {"polish-rounds",
+           [&](auto& k, auto& v) { o.polish_rounds = static_cast<int>(parse_int(k, v, 1)); }},
           {"progress-seconds",
            [&](auto& k, auto& v) { o.progress_seconds = parse_double(k, v, 0, true); }},
       };

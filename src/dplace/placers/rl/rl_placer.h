@@ -11,8 +11,8 @@
 //     Adam with gradient-norm clipping; an entropy bonus that decays to zero; the best placement
 //     ever seen (and the final greedy decoding, if better) is returned. A converged policy that
 //     stops finding better placements restarts from fresh weights (restart_patience).
-//  5. Polishing (by the registered placer in registration.cc, not by run_rl): simulated annealing
-//     from the learned placement (RlOptions::polish_evaluations).
+//  5. Polishing (by the registered placer in registration.cc, not by run_rl): rounds of simulated
+//     annealing from the learned placement (RlOptions::polish_evaluations, polish_rounds).
 //
 // Options come from PlaceRequest::params (the CLI's --param key=value); rl_options_from_params
 // lists them. Determinism: for one seed, the sequence of sampled placements, the learning curve
@@ -112,6 +112,9 @@ struct RlOptions {
   // polishing has the rest. Default: -1, 0.1.
   int64_t polish_evaluations = -1;
   double polish_share = 0.1;
+  // Annealing rounds of the polishing (search/anneal.h, AnnealOptions::rounds: waves of two from
+  // the best so far, at anneal's temperatures and ten times hotter). Default: 8.
+  int polish_rounds = 8;
   double progress_seconds = 2;  // seconds between progress lines (with --progress).
 };
 
@@ -120,8 +123,8 @@ struct RlOptions {
 // restart-patience, restart-entropy, imitation, samples, hidden, embedding, lr, clip, entropy,
 // entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
 // checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, polish, polish-share,
-// progress-seconds. Throws ConfigError for an unknown key or a bad value, naming both, and for
-// polish > 0 together with measure-cmd.
+// polish-rounds, progress-seconds. Throws ConfigError for an unknown key or a bad value, naming
+// both, and for polish > 0 together with measure-cmd.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).

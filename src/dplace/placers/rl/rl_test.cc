@@ -395,6 +395,7 @@ TEST(RlPlacerTest, PolishingSplitsWhatTheGroupsJoin) {
   EXPECT_NEAR(p->simulator.run(learned.placement).step_time_s, 4.002e-3, 1e-12);
 
   params["polish"] = "300";
+  params["polish-rounds"] = "1";
   const PlaceResult polished = make_placer("rl")->place(p->request(1, params));
   const SimResult sim = p->simulator.run(polished.placement);
   EXPECT_TRUE(sim.feasible);
@@ -406,6 +407,35 @@ TEST(RlPlacerTest, PolishingSplitsWhatTheGroupsJoin) {
   EXPECT_EQ(polished.evaluations, learned.evaluations + 1 + 300);
   // Seeded: the same run again gives the same placement.
   EXPECT_EQ(make_placer("rl")->place(p->request(1, params)).placement, polished.placement);
+}
+
+// By default the polishing goes on in waves of two rounds (anneal's temperature and a hotter one)
+// from the best so far. Here the first wave finds the optimum and the second nothing faster, which
+// ends the polishing after four rounds, the same with one thread as with two.
+TEST(RlPlacerTest, PolishingStopsAfterAWaveWithoutProgress) {
+  const auto p = two_towers();
+  std::map<std::string, std::string> params = {{"samples", "32"}, {"batch", "8"},
+                                               {"groups", "2"},   {"levels", "1"},
+                                               {"polish", "0"},   {"threads", "1"}};
+  const PlaceResult learned = make_placer("rl")->place(p->request(1, params));
+  params["polish"] = "300";
+  const PlaceResult one_thread = make_placer("rl")->place(p->request(1, params));
+  EXPECT_NEAR(p->simulator.run(one_thread.placement).step_time_s, 4e-3, 1e-12);
+  EXPECT_NE(one_thread.note.find("(4 rounds of 300 moves"), std::string::npos) << one_thread.note;
+  EXPECT_NE(one_thread.note.find("the best from round 1:"), std::string::npos) << one_thread.note;
+  // The start's simulation and four rounds' moves.
+  EXPECT_EQ(one_thread.evaluations, learned.evaluations + 1 + 4 * 300);
+
+  params["threads"] = "2";
+  const PlaceResult two_threads = make_placer("rl")->place(p->request(1, params));
+  EXPECT_EQ(two_threads.placement, one_thread.placement);
+  EXPECT_EQ(two_threads.evaluations, one_thread.evaluations);
+
+  // polish-rounds caps the rounds: one wave.
+  params["polish-rounds"] = "2";
+  const PlaceResult capped = make_placer("rl")->place(p->request(1, params));
+  EXPECT_NE(capped.note.find("(2 rounds of 300 moves"), std::string::npos) << capped.note;
+  EXPECT_EQ(capped.evaluations, learned.evaluations + 1 + 2 * 300);
 }
 
 // Polishing keeps a placement that fits: on the OOM chain the fast placements are all OOM, and the
@@ -426,6 +456,7 @@ TEST(RlPlacerTest, PolishingIsOffForMeasuredRewards) {
   EXPECT_THROW(rl_options_from_params({{"measure-cmd", "true"}, {"polish", "100"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"polish-share", "1"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"polish", "-5"}}), ConfigError);
+  EXPECT_THROW(rl_options_from_params({{"polish-rounds", "0"}}), ConfigError);
 }
 
 // The measured reward source: a script that reads the placement file and prints a step time.

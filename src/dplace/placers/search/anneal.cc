@@ -6,9 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "dplace/core/error.h"
 #include "dplace/core/rng.h"
+#include "dplace/core/thread_pool.h"
 #include "dplace/placers/builtin.h"
 #include "dplace/placers/common/group_graph.h"
 #include "dplace/placers/common/params.h"
@@ -220,10 +224,85 @@ PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& opti
   return result;
 }
 
+// Feasible before OOM; then the step time, or the penalised cost between two OOM placements.
+bool better(const SimResult& a, const SimResult& b, double penalty_s) {
+  if (a.feasible != b.feasible) return a.feasible;
+  return penalised_cost(a, penalty_s) < penalised_cost(b, penalty_s);
+}
+
+// anneal_search, in AnnealOptions::rounds rounds (anneal.h): waves of two searches from the best
+// placement so far, round 2w at the options' temperatures with seed + 2w, round 2w + 1 at ten
+// times t_start with seed + 2w + 1. A wave's rounds run side by side when options.threads allows;
+// each only reads the shared request, so the result does not depend on it.
+PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& options,
+                          const std::string& start_name, const Placement& start,
+                          const SimResult& start_sim, double penalty_s, PlaceResult result,
+                          std::chrono::steady_clock::time_point clock_start) {
+  if (options.rounds <= 1) {
+    return anneal_search(request, options, start_name, start, start_sim, penalty_s,
+                         std::move(result), clock_start);
+  }
+  auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
+  };
+  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  ThreadPool pool(std::min<size_t>(2, options.threads == 0 ? hardware : options.threads));
+  Placement best = start;
+  SimResult best_sim = start_sim;
+  std::string best_note;
+  int best_round = -1;  // the start itself
+  int rounds = 0;
+  while (rounds < options.rounds && elapsed_s() < request.budget_seconds) {
+    const int wave_size = std::min(2, options.rounds - rounds);
+    std::vector<PlaceResult> found(wave_size);
+    const std::string wave_start = rounds == 0 ? start_name : "the best so far";
+    pool.parallel_for(wave_size, [&](size_t i, size_t) {
+      PlaceRequest round = request;
+      round.seed = request.seed + uint64_t(rounds) + i;
+      round.progress = request.progress && i == 0;
+      AnnealOptions one = options;
+      one.rounds = 1;
+      if (i == 1) one.t_start *= 10;
+      found[i] = anneal_search(round, one, wave_start, best, best_sim, penalty_s, PlaceResult{},
+                               clock_start);
+    });
+    bool improved = false;
+    for (int i = 0; i < wave_size; ++i) {
+      result.evaluations += found[i].evaluations;
+      const SimResult sim = request.simulator->run(found[i].placement);
+      if (better(sim, best_sim, penalty_s)) {
+        best = std::move(found[i].placement);
+        best_sim = sim;
+        best_note = std::move(found[i].note);
+        best_round = rounds + i;
+        improved = true;
+      }
+    }
+    rounds += wave_size;
+    if (!improved) break;
+  }
+  result.placement = std::move(best);
+  result.infeasible_reason =
+      best_sim.feasible
+          ? ""
+          : "no placement found that fits in memory (started from " + start_name + ")";
+  result.note = fmt::format(
+      "{} round{} of {} moves in waves of two (t_start {:g} and {:g}), {}", rounds,
+      rounds == 1 ? "" : "s", options.evaluations, options.t_start, 10 * options.t_start,
+      best_round < 0 ? fmt::format("none faster than the start, {} ({:.6g} s)", start_name,
+                                   start_sim.step_time_s)
+                     : fmt::format("the best from round {}: {}", best_round + 1, best_note));
+  if (rounds < options.rounds && elapsed_s() >= request.budget_seconds) {
+    result.note += "; rounds cut by --budget-seconds: the result depends on machine speed";
+  }
+  return result;
+}
+
 class AnnealPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
-    const PlacerParams params("anneal", request.params,
-                              {"evaluations", "t_start", "t_end", "block_size", "start"});
+    const PlacerParams params(
+        "anneal", request.params,
+        {"evaluations", "t_start", "t_end", "block_size", "start", "rounds", "threads"});
     const Graph& graph = *request.graph;
     const Cluster& cluster = *request.cluster;
     const int64_t evaluations =
@@ -232,6 +311,8 @@ class AnnealPlacer final : public Placer {
     const double t_end = params.get_double("t_end", 1e-6, 0.0, 10.0);
     // 0: the default, max(8, groups / 8).
     const int64_t block_size = params.get_int("block_size", 0, 1, int64_t{1} << 40);
+    const int rounds = int(params.get_int("rounds", 1, 1, 1000));
+    const size_t threads = size_t(params.get_int("threads", 0, 1, 1024));
     const std::string start_from =
         params.get_choice("start", "best", {"best", "single-gpu", "m-etf", "expert"});
     if (start_from == "expert" && !request.expert) {
@@ -283,9 +364,14 @@ class AnnealPlacer final : public Placer {
       if (cost_of(start_sims[i]) < cost_of(start_sims[chosen])) chosen = i;
     }
 
-    return anneal_search(request, AnnealOptions{evaluations, t_start, t_end, block_size},
-                         starts[chosen].name, starts[chosen].placement, start_sims[chosen],
-                         penalty_s, std::move(result), clock_start);
+    const AnnealOptions options{.evaluations = evaluations,
+                                .t_start = t_start,
+                                .t_end = t_end,
+                                .block_size = block_size,
+                                .rounds = rounds,
+                                .threads = threads};
+    return anneal_rounds(request, options, starts[chosen].name, starts[chosen].placement,
+                         start_sims[chosen], penalty_s, std::move(result), clock_start);
   }
 };
 
@@ -304,7 +390,7 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
   ++result.evaluations;
   const double penalty_s =
       2.0 * std::max(start_sim.step_time_s, request.simulator->lower_bound_s());
-  return anneal_search(request, options, start_name, start, start_sim, penalty_s, std::move(result),
+  return anneal_rounds(request, options, start_name, start, start_sim, penalty_s, std::move(result),
                        clock_start);
 }
 

@@ -25,7 +25,7 @@
 //
 // Parameters (--param): evaluations (Default: clamp(1e8 / (ops + edges), 2000, 20000)),
 // t_start (Default: 1e-4), t_end (Default: 1e-6), block_size (Default: max(8, groups / 8)),
-// start (Default: best).
+// start (Default: best), rounds (Default: 1) and threads (Default: all cores): AnnealOptions.
 //
 // anneal_from() runs the same search from a given placement (the rl placer polishes its result with
 // it).
@@ -48,6 +48,13 @@ struct AnnealOptions {
   double t_start = 1e-4;        // temperatures, relative to the start's cost
   double t_end = 1e-6;
   int64_t block_size = 0;  // largest block or segment move; 0: max(8, groups / 8). Default: 0.
+  // Rounds (not in Kirkpatrick et al.): more searches of `evaluations` moves each, in waves of two
+  // from the best placement so far: one at these temperatures, one at ten times t_start, with
+  // seeds seed + 2w and seed + 2w + 1, side by side on `threads` (at most two are used; 0: all
+  // cores; the result does not depend on it). Stops after `rounds` rounds, after a wave that found
+  // nothing better, or at the budget. 1: the single search. Default: 1.
+  int rounds = 1;
+  size_t threads = 0;
 };
 
 // Simulated annealing from `start` (REQUIRES: a valid placement for the request's graph and

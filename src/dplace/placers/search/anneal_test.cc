@@ -71,6 +71,30 @@ TEST(AnnealPlacerTest, RunsTheRequestedNumberOfEvaluations) {
   EXPECT_NE(run.result.note.find("50 moves"), std::string::npos) << run.result.note;
 }
 
+// rounds=N: the first wave's two searches start from single-gpu, one reaches the optimum, the
+// second wave finds nothing faster and ends the run: four rounds of 50 moves, the same result with
+// one thread as with two, and never worse than the single search.
+TEST(AnnealPlacerTest, RoundsGoOnFromTheBestUntilAWaveFindsNothing) {
+  auto c = two_chains_case();
+  std::map<std::string, std::string> params = {{"evaluations", "50"}, {"start", "single-gpu"}};
+  const PlacerRun single = run_placer(*c, "anneal", {.params = params});
+  params["rounds"] = "8";
+  params["threads"] = "1";
+  const PlacerRun one = run_placer(*c, "anneal", {.params = params});
+  params["threads"] = "2";
+  const PlacerRun two = run_placer(*c, "anneal", {.params = params});
+  EXPECT_NEAR(one.sim.step_time_s, c->optimum_s(), 1e-9);
+  EXPECT_LE(one.sim.step_time_s, single.sim.step_time_s);
+  EXPECT_NE(one.result.note.find("4 rounds of 50 moves in waves of two (t_start 0.0001 and 0.001)"),
+            std::string::npos)
+      << one.result.note;
+  // single-gpu's memory check, the start's simulation, four rounds' moves.
+  EXPECT_EQ(one.result.evaluations, 1 + 1 + 4 * 50);
+  EXPECT_EQ(two.result.placement, one.result.placement);
+  EXPECT_EQ(two.result.note, one.result.note);
+  EXPECT_THROW(run_placer(*c, "anneal", {.params = {{"rounds", "0"}}}), ConfigError);
+}
+
 TEST(AnnealPlacerTest, BudgetIsACapThatTheNoteReports) {
   auto c = two_chains_case();
   const PlacerRun run =
