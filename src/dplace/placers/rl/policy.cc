@@ -84,6 +84,19 @@ void gemm(bool ta, bool tb, int M, int N, int Kd, float alpha, const float* A, i
   sgemm_(&trans_b, &trans_a, &N, &M, &Kd, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
 }
 
+// dst (cols x rows, row-major) = the transpose of src (rows x cols, row-major). The decoder keeps
+// transposed copies of the matrices it multiplies at every step: OpenBLAS's kernels for a product
+// with a transposed right-hand side repack that operand on every call, which for the decoder's
+// few rows per step cost more than the arithmetic (2.5-3.5x slower at 7-16 rows, measured).
+void transpose(const float* src, int rows, int cols, std::vector<float>& dst) {
+  dst.resize(static_cast<size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      dst[static_cast<size_t>(c) * rows + r] = src[static_cast<size_t>(r) * cols + c];
+    }
+  }
+}
+
 torch::Tensor view(float* p, int64_t n) { return torch::from_blob(p, {n}, torch::kFloat32); }
 
 void sigmoid_inplace(float* p, int64_t n) { view(p, n).sigmoid_(); }
@@ -163,6 +176,7 @@ enum class DecodeMode { kSample, kGreedy };
 // Encoder activations, shared by every sample of a batch.
 struct EncoderTrace {
   std::vector<float> X, Ge, Ce, TCe, enc, keys;
+  std::vector<float> we_hh_t;  // H x 4H: the encoder's recurrent weights, transposed
 };
 
 // Decoder activations of one chunk of samples, and the buffers and partial results of its
@@ -198,6 +212,9 @@ struct Trace {
   std::vector<int32_t> actions;  // batch x G, sample-major
   EncoderTrace encoder;
   std::vector<float> proj;  // (D + 1) x 4H decoder input projections of the device embeddings
+  // Transposed copies (see transpose()) of what the decoder multiplies at every step: keys_t
+  // (H x G), wd_hh_t (H x 4H), w_c_t (2H x H), w_o_t (H x D).
+  std::vector<float> keys_t, wd_hh_t, w_c_t, w_o_t;
   std::vector<ChunkTrace> chunks;
 };
 
@@ -285,10 +302,12 @@ struct Policy::Impl {
     tr.Ce.resize(static_cast<size_t>(G) * H);
     tr.TCe.resize(static_cast<size_t>(G) * H);
     tr.enc.resize(static_cast<size_t>(G) * H);
+    transpose(ptr(p.we_hh), 4 * H, H, tr.we_hh_t);
     for (int t = 0; t < G; ++t) {
       float* z = &tr.Ge[static_cast<size_t>(t) * 4 * H];
       if (t > 0)
-        gemm(false, true, 1, 4 * H, H, 1, &tr.enc[(t - 1) * H], H, ptr(p.we_hh), H, 1, z, 4 * H);
+        gemm(false, false, 1, 4 * H, H, 1, &tr.enc[(t - 1) * H], H, tr.we_hh_t.data(), 4 * H, 1, z,
+             4 * H);
       lstm_gates(z, 1, H);
       float* c = &tr.Ce[t * H];
       for (int j = 0; j < H; ++j) {
@@ -324,6 +343,10 @@ struct Policy::Impl {
     tr.proj.resize(static_cast<size_t>(D + 1) * 4 * H);
     for (int d = 0; d <= D; ++d) std::memcpy(&tr.proj[d * 4 * H], ptr(p.bd), 4 * H * sizeof(float));
     gemm(false, true, D + 1, 4 * H, E, 1, ptr(p.emb), E, ptr(p.wd_ih), E, 1, tr.proj.data(), 4 * H);
+    transpose(tr.encoder.keys.data(), G, H, tr.keys_t);
+    transpose(ptr(p.wd_hh), 4 * H, H, tr.wd_hh_t);
+    transpose(ptr(p.w_c), H, 2 * H, tr.w_c_t);
+    transpose(ptr(p.w_o), D, H, tr.w_o_t);
     const int chunk = config.chunk;
     const int total = batch + num_forced;
     const int num_chunks = std::max(1, total / chunk);
@@ -391,7 +414,7 @@ struct Policy::Impl {
         const float* h_prev = t > 0 ? &ch.HC[static_cast<size_t>(ch.parent[r]) * 2 * H] : h_init;
         std::memcpy(hp + static_cast<size_t>(i) * H, h_prev, H * sizeof(float));
       }
-      gemm(false, true, n, 4 * H, H, 1, hp, H, ptr(p.wd_hh), H, 1, z, 4 * H);
+      gemm(false, false, n, 4 * H, H, 1, hp, H, tr.wd_hh_t.data(), 4 * H, 1, z, 4 * H);
       lstm_gates(z, n, H);
       float* c = &ch.Cd[row0 * H];
       float* tc = &ch.TCd[row0 * H];
@@ -409,7 +432,7 @@ struct Policy::Impl {
       }
       // Attention over the encoder outputs.
       float* scores = ch.scores.data();
-      gemm(false, true, n, G, H, 1, hc, 2 * H, en.keys.data(), H, 0, scores, G);
+      gemm(false, false, n, G, H, 1, hc, 2 * H, tr.keys_t.data(), G, 0, scores, G);
       float* a = &ch.A[row0 * G];
       {
         torch::Tensor out = torch::from_blob(a, {n, G}, torch::kFloat32);
@@ -418,11 +441,11 @@ struct Policy::Impl {
       gemm(false, false, n, H, G, 1, a, G, en.enc.data(), H, 0, hc + H, 2 * H);
       float* u = &ch.U[row0 * H];
       for (int i = 0; i < n; ++i) std::memcpy(u + i * H, ptr(p.b_c), H * sizeof(float));
-      gemm(false, true, n, H, 2 * H, 1, hc, 2 * H, ptr(p.w_c), 2 * H, 1, u, H);
+      gemm(false, false, n, H, 2 * H, 1, hc, 2 * H, tr.w_c_t.data(), H, 1, u, H);
       tanh_inplace(u, static_cast<int64_t>(n) * H);
       float* logits = ch.logits.data();
       for (int i = 0; i < n; ++i) std::memcpy(&logits[i * D], ptr(p.b_o), D * sizeof(float));
-      gemm(false, true, n, D, H, 1, u, H, ptr(p.w_o), H, 1, logits, D);
+      gemm(false, false, n, D, H, 1, u, H, tr.w_o_t.data(), D, 1, logits, D);
       float* pr = &ch.Pr[row0 * D];
       const float* m = &mask[static_cast<size_t>(t) * D];
       for (int i = 0; i < n; ++i) {
