@@ -219,7 +219,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"normalize",
            [&](auto& k, auto& v) { o.normalize_advantages = parse_int(k, v, 0) != 0; }},
           {"threads", [&](auto& k, auto& v) { o.threads = parse_int(k, v, 1); }},
-          {"chunk", [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 1)); }},
+          {"chunk", [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 0)); }},
           {"imitation", [&](auto& k, auto& v) { o.imitation = parse_double(k, v, 0, true); }},
           {"checkpoint", [&](auto&, auto& v) { o.checkpoint = v; }},
           {"checkpoint-every",
@@ -373,7 +373,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     pc.learning_rate = options.learning_rate;
     pc.grad_clip = options.grad_clip;
     pc.seed = seed;
-    pc.chunk = options.chunk;
+    pc.chunk = options.chunk > 0 ? options.chunk : (options.batch + 1) / 2;
     auto policy = std::make_unique<Policy>(pc, features[level].values, features[level].allowed);
     policy->use_pool(&pool);
     return policy;

@@ -92,7 +92,9 @@ struct RlOptions {
   size_t threads = 0;
   // Samples per policy chunk: the policy decodes and back-propagates a batch in chunks of this
   // many samples on the workers (PolicyConfig::chunk); results do not depend on `threads`.
-  int chunk = 8;              // Default: 8.
+  // 0: half the batch, rounded up (two chunks, so two workers share the policy at any batch:
+  // 8 at the default batch of 16, 4 at a batch of 8). Default: 0.
+  int chunk = 0;
   std::string checkpoint;     // resume from / save to this file; empty: none. Default: none.
   int checkpoint_every = 25;  // updates between checkpoint saves (and one at the end).
   std::string curve;          // learning-curve CSV path; empty: none. Default: none.
