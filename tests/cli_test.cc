@@ -152,6 +152,17 @@ TEST(CliTest, UsageErrorIsOneLineExit2) {
   expect_one_line_error(run("frobnicate"), "frobnicate");
 }
 
+TEST(CliTest, NonFiniteBudgetIsOneLineExit2) {
+  // NaN compares false with everything, so a plain `<= 0` check let it through (and the search
+  // then never stopped).
+  for (const char* budget : {"nan", "inf", "-1", "0"}) {
+    expect_one_line_error(run(std::string("place two_tower --cluster paper-k80x2 --placer anneal "
+                                          "--budget-seconds ") +
+                              budget),
+                          "--budget-seconds");
+  }
+}
+
 TEST(CliTest, PlacementOnUnknownDeviceIsOneLineExit2) {
   const fs::path p = temp_dir() / "bad_device.json";
   std::ofstream(p) << R"({"format": "dplace.placement/1", "assignment": {"x": "/cpu:0",

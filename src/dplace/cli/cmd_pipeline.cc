@@ -63,10 +63,22 @@ void run_pipeline(const PipelineArgs& args) {
   const PipelinePlan plan = solve_pipeline(request);
 
   std::optional<Evaluation> step;
+  std::string not_simulated;  // why a feasible plan has no simulated step
   if (plan.feasible) {
-    step = evaluate(session, "pipeline", pipeline_placement(problem, plan));
-    step->placement_seconds = plan.solve_seconds;
-    step->note = plan.note;
+    Placement placement = pipeline_placement(problem, plan);
+    not_simulated = missing_link_problem(session.graph(), session.cluster(), placement);
+    if (not_simulated.empty()) {
+      step = evaluate(session, "pipeline", std::move(placement));
+      step->placement_seconds = plan.solve_seconds;
+      step->note = plan.note;
+    } else if (!args.out.placement_path.empty() || !args.out.trace_path.empty() ||
+               !args.out.dot_path.empty()) {
+      throw ConfigError(fmt::format("cluster '{}': the split cannot be written: {}",
+                                    session.cluster().name(), not_simulated));
+    } else {
+      fmt::print(stderr, "dplace: warning: cluster '{}': the split is not simulated: {}\n",
+                 session.cluster().name(), not_simulated);
+    }
   }
   if (args.out.json) {
     Json j = pipeline_plan_to_json(problem, plan);

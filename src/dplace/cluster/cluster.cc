@@ -115,6 +115,16 @@ Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(
   }
 }
 
+std::optional<DevicePair> Cluster::first_unlinked_pair() const {
+  for (size_t a = 0; a < num_devices(); ++a) {
+    for (size_t b = 0; b < num_devices(); ++b) {
+      const DeviceId from = DeviceId::from_index(a), to = DeviceId::from_index(b);
+      if (a != b && link(from, to) == nullptr) return DevicePair{from, to};
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<DeviceId> Cluster::find_device(std::string_view name) const {
   for (size_t i = 0; i < spec_.devices.size(); ++i) {
     if (spec_.devices[i].name == name) return DeviceId::from_index(i);

@@ -53,6 +53,12 @@ struct LinkSpec {
   bool directed = false;  // false: the entry is both directions
 };
 
+// An ordered pair of devices.
+struct DevicePair {
+  DeviceId from;
+  DeviceId to;
+};
+
 struct ClusterSpec {
   std::string name;
   std::string source;  // where the figures come from (vendor sheets, papers)
@@ -86,6 +92,8 @@ class Cluster {
     const size_t k = from.value() * num_devices() + to.value();
     return has_link_[k] ? &links_[k] : nullptr;
   }
+  // The first pair (from != to, by from then to) with no link; nullopt when every pair has one.
+  std::optional<DevicePair> first_unlinked_pair() const;
   // Index of the (from, to) channel in [0, num_devices^2); used by the simulator.
   size_t channel_index(DeviceId from, DeviceId to) const {
     return from.value() * num_devices() + to.value();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "dplace/core/error.h"
@@ -33,13 +34,30 @@ PlaceResult Placer::place(const PlaceRequest& request) {
       << "PlaceRequest is missing graph, cluster, costs or simulator";
   DPLACE_CHECK(request.costs->num_ops() == request.graph->num_ops());
   DPLACE_CHECK(request.costs->num_devices() == request.cluster->num_devices());
-  if (request.budget_seconds <= 0) {
-    throw ConfigError(
-        fmt::format("--budget-seconds must be positive, got {}", request.budget_seconds));
+  if (!(request.budget_seconds > 0) || !std::isfinite(request.budget_seconds)) {
+    throw ConfigError(fmt::format("--budget-seconds must be a positive number of seconds, got {}",
+                                  request.budget_seconds));
+  }
+  if (!handles_missing_links()) {
+    if (const std::optional<DevicePair> pair = request.cluster->first_unlinked_pair()) {
+      throw ConfigError(fmt::format(
+          "placer '{}': cluster '{}' has no link '{}' -> '{}' (no links entry and no "
+          "default_link), and this placer needs every pair of devices linked; add the link or a "
+          "default_link, or use anneal, expert or a single-device placer",
+          name_, request.cluster->name(), request.cluster->device(pair->from).name,
+          request.cluster->device(pair->to).name));
+    }
   }
   PlaceResult result = place_impl(request);
   const std::string problem =
       placement_problem(*request.graph, *request.cluster, *request.costs, result.placement);
+  // The link check comes last in placement_problem: when it is the problem found, the placement
+  // is otherwise valid and only the cluster's missing link stands in the way.
+  if (!problem.empty() &&
+      problem == missing_link_problem(*request.graph, *request.cluster, result.placement)) {
+    throw ConfigError(fmt::format("placer '{}': its placement needs a link cluster '{}' lacks: {}",
+                                  name_, request.cluster->name(), problem));
+  }
   DPLACE_CHECK(problem.empty()) << "placer returned an invalid placement: " << problem;
   return result;
 }
@@ -60,15 +78,22 @@ std::vector<PlacerInfo> list_placers() {
 
 std::unique_ptr<Placer> make_placer(const std::string& name) {
   ensure_builtins();
-  if (name.rfind("single:", 0) == 0) return make_single_device_placer(name.substr(7));
-  std::lock_guard<std::mutex> lock(registry_mutex());
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string known;
-    for (const auto& [n, info] : registry()) known += (known.empty() ? "" : ", ") + n;
-    throw ConfigError(fmt::format("unknown placer '{}' (known: {}, single:<device>)", name, known));
+  std::unique_ptr<Placer> placer;
+  if (name.rfind("single:", 0) == 0) {
+    placer = make_single_device_placer(name.substr(7));
+  } else {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    auto it = registry().find(name);
+    if (it == registry().end()) {
+      std::string known;
+      for (const auto& [n, info] : registry()) known += (known.empty() ? "" : ", ") + n;
+      throw ConfigError(
+          fmt::format("unknown placer '{}' (known: {}, single:<device>)", name, known));
+    }
+    placer = it->second.factory();
   }
-  return it->second.factory();
+  placer->name_ = name;
+  return placer;
 }
 
 }  // namespace dplace

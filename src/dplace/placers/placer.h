@@ -7,6 +7,11 @@
 // the simulator; a memory-aware placer that found nothing feasible says why in
 // PlaceResult::infeasible_reason.
 //
+// Clusters with unlinked device pairs (no `links` entry and no default_link): a placer that does
+// not declare handles_missing_links() is refused such a cluster with a ConfigError naming the pair,
+// before it runs; one that does (the single-device placers, expert, anneal) runs, and a result that
+// needs a missing link (e.g. an expert placement across the pair) is a ConfigError, not a bug.
+//
 // Registry: make_placer(name) builds a fresh placer by name; register_builtin_placers() runs once
 // on first use and adds every placer of this module (each sub-directory has a register_* hook).
 //
@@ -55,11 +60,23 @@ struct PlaceResult {
 class Placer {
  public:
   virtual ~Placer() = default;
-  // Runs the placer. Throws ConfigError for a bad request (e.g. no expert placement for `expert`).
+  // Runs the placer. Throws ConfigError for a bad request (e.g. no expert placement for `expert`,
+  // or a cluster with an unlinked pair of devices that this placer cannot handle).
   PlaceResult place(const PlaceRequest& request);
 
+  // The name it was built under by make_placer ("placer" when built otherwise).
+  const std::string& name() const { return name_; }
+
  private:
+  friend std::unique_ptr<Placer> make_placer(const std::string& name);
+
   virtual PlaceResult place_impl(const PlaceRequest& request) = 0;
+  // Whether place_impl copes with device pairs that have no link: it never relies on moving a
+  // tensor across such a pair (its result may still need one, which place() reports). Default:
+  // false.
+  virtual bool handles_missing_links() const { return false; }
+
+  std::string name_ = "placer";
 };
 
 struct PlacerInfo {

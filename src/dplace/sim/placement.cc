@@ -59,13 +59,21 @@ std::string placement_problem(const Graph& graph, const Cluster& cluster, const 
       }
     }
   }
-  for (size_t i = 0; i < n; ++i) {
+  return missing_link_problem(graph, cluster, placement);
+}
+
+std::string missing_link_problem(const Graph& graph, const Cluster& cluster,
+                                 const Placement& placement) {
+  if (placement.device_of_op.size() != graph.num_ops()) return {};
+  auto assigned = [&](DeviceId d) { return d.valid() && d.value() < cluster.num_devices(); };
+  for (size_t i = 0; i < graph.num_ops(); ++i) {
     const OpId id = OpId::from_index(i);
     const DeviceId from = placement[id];
+    if (!assigned(from)) continue;
     for (uint32_t k = 0; k < graph.num_outputs(id); ++k) {
       for (OpId consumer : graph.consumers({id, k})) {
         const DeviceId to = placement[consumer];
-        if (to != from && cluster.link(from, to) == nullptr) {
+        if (assigned(to) && to != from && cluster.link(from, to) == nullptr) {
           return fmt::format("tensor '{}:{}' must move '{}' -> '{}' but there is no link",
                              graph.op(id).name, k, cluster.device(from).name,
                              cluster.device(to).name);

@@ -10,8 +10,13 @@
 namespace dplace {
 namespace {
 
-// A fixed placement has no alternative: one simulation says whether it fits, and why not.
+// A fixed placement has no alternative: one simulation says whether it fits, and why not. An
+// invalid one (e.g. needing a link the cluster lacks) is not simulated; Placer::place reports it.
 void check_memory(const PlaceRequest& request, const std::string& what, PlaceResult& result) {
+  if (!placement_problem(*request.graph, *request.cluster, *request.costs, result.placement)
+           .empty()) {
+    return;
+  }
   const SimResult sim = request.simulator->run(result.placement);
   ++result.evaluations;
   if (!sim.feasible) {
@@ -46,6 +51,9 @@ class SingleDevicePlacer final : public Placer {
     return ds.front();
   }
 
+  // Needs no link unless an op cannot run on the target; place() reports a link that is missing.
+  bool handles_missing_links() const override { return true; }
+
   PlaceResult place_impl(const PlaceRequest& request) override {
     const Graph& graph = *request.graph;
     const DeviceId target = resolve(*request.cluster);
@@ -67,6 +75,9 @@ class SingleDevicePlacer final : public Placer {
 };
 
 class ExpertPlacer final : public Placer {
+  // The placement is given; place() reports a link it needs and the cluster lacks.
+  bool handles_missing_links() const override { return true; }
+
   PlaceResult place_impl(const PlaceRequest& request) override {
     if (!request.expert) {
       throw ConfigError(fmt::format(

@@ -88,6 +88,50 @@ TEST(PlacerRegistryTest, ListsEveryClassicPlacer) {
   }
 }
 
+// Two GPUs with no link between them: every placer either is refused with a ConfigError naming
+// the pair, or returns a placement that needs no link; none crashes.
+TEST(PlacerRegistryTest, UnlinkedDevicesAreRefusedOrAvoided) {
+  auto c = two_unlinked_chains_case();
+  for (const PlacerInfo& p : list_placers()) {
+    if (p.name == "expert") continue;  // needs a placement: below
+    SCOPED_TRACE(p.name);
+    try {
+      const PlacerRun run = run_placer(*c, p.name, {.budget_seconds = 5});
+      EXPECT_TRUE(
+          placement_problem(c->graph(), c->cluster(), c->costs(), run.result.placement).empty())
+          << describe(*c, run.result.placement);
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("link"), std::string::npos) << e.what();
+    }
+  }
+  // Refused before running:
+  try {
+    run_placer(*c, "heft");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "placer 'heft': cluster 'two-unlinked-gpus' has no link '/gpu:0' -> '/gpu:1' (no "
+              "links entry and no default_link), and this placer needs every pair of devices "
+              "linked; add the link or a default_link, or use anneal, expert or a single-device "
+              "placer");
+  }
+  // anneal rejects moves across the pair, and still finds the optimum: one chain per GPU.
+  const PlacerRun anneal = run_placer(*c, "anneal");
+  EXPECT_DOUBLE_EQ(anneal.sim.step_time_s, 3.0) << describe(*c, anneal.result.placement);
+  EXPECT_DOUBLE_EQ(run_placer(*c, "single-gpu").sim.step_time_s, 6.0);
+  // A given placement that splits a chain across the pair is the cluster's problem, not a bug.
+  Placement split = single_device_placement(c->graph(), c->device("/gpu:1"));
+  split.device_of_op[c->op("a0").value()] = c->device("/gpu:0");
+  try {
+    run_placer(*c, "expert", {.expert = split});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "placer 'expert': its placement needs a link cluster 'two-unlinked-gpus' lacks: "
+              "tensor 'a0:0' must move '/gpu:0' -> '/gpu:1' but there is no link");
+  }
+}
+
 TEST(PlacerRegistryTest, UnknownNameIsAConfigErrorListingTheKnownOnes) {
   try {
     make_placer("simulated-anealing");

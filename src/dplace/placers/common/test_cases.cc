@@ -25,12 +25,12 @@ Device cpu(const std::string& name) {
   return d;
 }
 
-Cluster make_cluster(const std::string& name, std::vector<Device> devices) {
+Cluster make_cluster(const std::string& name, std::vector<Device> devices, bool linked = true) {
   ClusterSpec spec;
   spec.name = name;
   spec.source = "test";
   spec.devices = std::move(devices);
-  spec.default_link = Link{.bandwidth_bytes_per_s = 1e9, .latency_s = 0};
+  if (linked) spec.default_link = Link{.bandwidth_bytes_per_s = 1e9, .latency_s = 0};
   return Cluster(std::move(spec), "test cluster " + name);
 }
 
@@ -65,7 +65,9 @@ DeviceId PlacerCase::device(const std::string& name) const {
   return *id;
 }
 
-std::unique_ptr<PlacerCase> two_chains_case() {
+namespace {
+
+std::unique_ptr<PlacerCase> two_chains(bool linked) {
   GraphBuilder b("two_chains", "test");
   for (const char* chain : {"a", "b"}) {
     OpId prev = OpId::invalid();
@@ -77,8 +79,15 @@ std::unique_ptr<PlacerCase> two_chains_case() {
   }
   return std::make_unique<PlacerCase>(
       std::move(b).build(),
-      make_cluster("two-gpus", {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}), 3.0);
+      make_cluster(linked ? "two-gpus" : "two-unlinked-gpus",
+                   {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}, linked),
+      3.0);
 }
+
+}  // namespace
+
+std::unique_ptr<PlacerCase> two_chains_case() { return two_chains(true); }
+std::unique_ptr<PlacerCase> two_unlinked_chains_case() { return two_chains(false); }
 
 namespace {
 

@@ -4,6 +4,7 @@
 //
 //  * two_chains: /gpu:0, /gpu:1 (16 GB each, 1 GB/s both ways). Chains a0->a1->a2 and
 //    b0->b1->b2, 1 s per op, 1 GB per tensor (1 s to move). Optimum 3 s: one chain per GPU.
+//  * two_unlinked_chains: two_chains on GPUs with no link at all; the optimum needs none.
 //  * memory_tight: two GPUs of 10.5 GB. Chain A->B->C->D, 1 s each, params 8, 6, 3, 2 GB,
 //    1 kB tensors. Only {A, D} | {B, C} fits; its step is 4 s + two 1 us transfers.
 //  * oversubscribed: the memory_tight chain on one 10.5 GB GPU: nothing fits (19 GB of params).
@@ -51,6 +52,7 @@ class PlacerCase {
 };
 
 std::unique_ptr<PlacerCase> two_chains_case();
+std::unique_ptr<PlacerCase> two_unlinked_chains_case();
 std::unique_ptr<PlacerCase> memory_tight_case();
 std::unique_ptr<PlacerCase> oversubscribed_case();
 std::unique_ptr<PlacerCase> colocation_case();

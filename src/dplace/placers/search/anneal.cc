@@ -68,14 +68,7 @@ PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& opti
     if (groups.allowed(GroupId::from_index(g)).size() > 1)
       movable.push_back(GroupId::from_index(g));
   }
-  bool all_linked = true;
-  for (size_t a = 0; a < cluster.num_devices(); ++a) {
-    for (size_t b = 0; b < cluster.num_devices(); ++b) {
-      if (a != b && !cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
-        all_linked = false;
-      }
-    }
-  }
+  const bool all_linked = !cluster.first_unlinked_pair().has_value();
 
   double current_cost = cost_of(start_sim);
   const double start_cost = current_cost;
@@ -299,6 +292,10 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
 }
 
 class AnnealPlacer final : public Placer {
+  // Moves that would need a missing link are rejected (anneal_search); starts that need one are
+  // not used.
+  bool handles_missing_links() const override { return true; }
+
   PlaceResult place_impl(const PlaceRequest& request) override {
     const PlacerParams params(
         "anneal", request.params,
@@ -341,7 +338,8 @@ class AnnealPlacer final : public Placer {
         // e.g. no GPU in the cluster: not a start candidate
       }
     }
-    if (request.expert && (start_from == "best" || start_from == "expert")) {
+    if (request.expert && (start_from == "best" || start_from == "expert") &&
+        missing_link_problem(graph, cluster, *request.expert).empty()) {
       starts.push_back({"expert", *request.expert});
     }
     if (starts.empty()) {
