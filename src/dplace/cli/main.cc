@@ -10,6 +10,19 @@
 #include "dplace/cli/commands.h"
 #include "dplace/core/error.h"
 
+namespace {
+
+// Errors are one line on stderr (a library's message may carry newlines, e.g. LibTorch's).
+std::string one_line(std::string what) {
+  for (char& c : what) {
+    if (c == '\n') c = ' ';
+  }
+  while (!what.empty() && what.back() == ' ') what.pop_back();
+  return what;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"dplace: device placement for neural-network computation graphs"};
   app.require_subcommand(1);
@@ -40,14 +53,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    for (char& c : what) {
-      if (c == '\n') c = ' ';
-    }
-    fmt::print(stderr, "dplace: {} (see dplace --help)\n", what);
+    fmt::print(stderr, "dplace: {} (see dplace --help)\n", one_line(e.what()));
     return 2;
   } catch (const dplace::Error& e) {
-    fmt::print(stderr, "dplace: {}\n", e.what());
+    fmt::print(stderr, "dplace: {}\n", one_line(e.what()));
     return 2;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "dplace: out of host memory\n");

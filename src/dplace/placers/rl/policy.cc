@@ -31,10 +31,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
+#include <sstream>
 
 #include "dplace/core/error.h"
+#include "dplace/core/fingerprint.h"
 #include "dplace/core/thread_pool.h"
 
 // Fortran BLAS, provided by the BLAS library LibTorch links (OpenBLAS with libopenblas0).
@@ -218,6 +222,57 @@ struct Trace {
   std::vector<ChunkTrace> chunks;
 };
 
+// A checkpoint file is one header line, "dplace.rl-checkpoint/2 SIZE HASH\n" (SIZE bytes of
+// payload, HASH its FNV-1a in hex), then LibTorch's archive. LibTorch does not check its archive
+// before parsing it, and some damage crashes its parser, so the hash is checked first.
+constexpr std::string_view kCheckpointMagic = "dplace.rl-checkpoint/2";
+
+void write_checkpoint_file(const std::string& path, torch::serialize::OutputArchive& root) {
+  std::ostringstream payload_stream;
+  root.save_to(payload_stream);
+  const std::string payload = payload_stream.str();
+  Fingerprint hash;
+  hash.add_bytes(payload);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << kCheckpointMagic << ' ' << payload.size() << ' ' << fmt::format("{:016x}", hash.value())
+      << '\n'
+      << payload;
+  out.close();
+  if (!out) throw ConfigError(fmt::format("checkpoint '{}': cannot write the file", path));
+}
+
+// Checks the header and the hash, then parses the payload into `root`.
+void read_checkpoint_file(const std::string& path, torch::serialize::InputArchive& root) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("checkpoint '{}': cannot open file", path));
+  std::string header;
+  std::getline(in, header);
+  std::istringstream fields(header);
+  std::string magic, hash_hex;
+  uint64_t size = 0;
+  fields >> magic >> size >> hash_hex;
+  if (magic != kCheckpointMagic || !fields || hash_hex.size() != 16) {
+    throw ConfigError(fmt::format(
+        "checkpoint '{}': not a dplace rl checkpoint of this version (first line should start "
+        "with '{}')",
+        path, kCheckpointMagic));
+  }
+  const std::string payload{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (payload.size() != size) {
+    throw ConfigError(
+        fmt::format("checkpoint '{}': damaged: {} bytes of payload, the header says {}", path,
+                    payload.size(), size));
+  }
+  Fingerprint hash;
+  hash.add_bytes(payload);
+  if (fmt::format("{:016x}", hash.value()) != hash_hex) {
+    throw ConfigError(
+        fmt::format("checkpoint '{}': damaged: the payload does not match its checksum", path));
+  }
+  std::istringstream payload_in(payload);
+  root.load_from(payload_in);
+}
+
 // The TrainerState part of a checkpoint archive.
 TrainerState read_state(torch::serialize::InputArchive& root, const std::string& path) {
   torch::Tensor ints;
@@ -254,11 +309,16 @@ TrainerState read_state(torch::serialize::InputArchive& root, const std::string&
 TrainerState read_trainer_state(const std::string& path) {
   try {
     torch::serialize::InputArchive root;
-    root.load_from(path);
+    read_checkpoint_file(path, root);
     return read_state(root, path);
   } catch (const c10::Error& e) {
     throw ConfigError(
         fmt::format("checkpoint '{}': cannot read: {}", path, e.what_without_backtrace()));
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // LibTorch's archive reader also throws std::runtime_error on a damaged file.
+    throw ConfigError(fmt::format("checkpoint '{}': cannot read: {}", path, e.what()));
   }
 }
 
@@ -472,7 +532,9 @@ struct Policy::Impl {
         int choice = -1;
         if (k >= ch.free) {
           choice = forced[static_cast<size_t>(k - ch.free) * G + t];
-          DPLACE_CHECK(choice >= 0 && choice < D && row[choice] > 0)
+          // The mask, not the probability: a very confident policy may give a forced device a
+          // probability that rounds to 0.
+          DPLACE_CHECK(choice >= 0 && choice < D && mask[static_cast<size_t>(t) * D + choice] == 0)
               << "forced action " << choice << " is not an allowed device of group " << t;
         } else if (mode == DecodeMode::kSample) {
           const double uk = uniforms[static_cast<size_t>(k) * G + t];
@@ -914,7 +976,7 @@ void Policy::save(const std::string& path, const TrainerState& state) const {
   std::vector<int64_t> best(state.best_actions.begin(), state.best_actions.end());
   root.write("best_actions", torch::tensor(best, torch::kInt64));
   try {
-    root.save_to(path);
+    write_checkpoint_file(path, root);
   } catch (const c10::Error& e) {
     throw ConfigError(
         fmt::format("checkpoint '{}': cannot write: {}", path, e.what_without_backtrace()));
@@ -925,7 +987,7 @@ TrainerState Policy::load(const std::string& path) {
   TrainerState state;
   try {
     torch::serialize::InputArchive root;
-    root.load_from(path);
+    read_checkpoint_file(path, root);
     torch::Tensor config;
     root.read("config", config);
     const PolicyConfig& c = impl_->config;
@@ -944,10 +1006,31 @@ TrainerState Policy::load(const std::string& path) {
     root.read("optimizer", optimizer_archive);
     impl_->params->load(net_archive);
     impl_->optimizer->load(optimizer_archive);
+    // A damaged file may still parse; a non-finite weight would make every probability NaN.
+    for (const auto& named : impl_->params->named_parameters()) {
+      if (!torch::isfinite(named.value()).all().item<bool>()) {
+        throw ConfigError(
+            fmt::format("checkpoint '{}': damaged: weight '{}' is not finite", path, named.key()));
+      }
+    }
+    for (const auto& [key, param_state] : impl_->optimizer->state()) {
+      const auto& adam = static_cast<const torch::optim::AdamParamState&>(*param_state);
+      if (!torch::isfinite(adam.exp_avg()).all().item<bool>() ||
+          !torch::isfinite(adam.exp_avg_sq()).all().item<bool>() ||
+          (adam.exp_avg_sq() < 0).any().item<bool>() || adam.step() < 0) {
+        throw ConfigError(fmt::format(
+            "checkpoint '{}': damaged: optimizer state holds a non-finite or negative value",
+            path));
+      }
+    }
     state = read_state(root, path);
   } catch (const c10::Error& e) {
     throw ConfigError(
         fmt::format("checkpoint '{}': cannot read: {}", path, e.what_without_backtrace()));
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ConfigError(fmt::format("checkpoint '{}': cannot read: {}", path, e.what()));
   }
   ++impl_->version;
   impl_->trace.valid = false;

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "dplace/core/error.h"
+#include "dplace/core/fingerprint.h"
 #include "dplace/core/rng.h"
 #include "dplace/core/thread_pool.h"
 #include "dplace/ir/coarsening.h"
@@ -62,28 +63,6 @@ double parse_double(const std::string& key, const std::string& value, double min
   }
   return v;
 }
-
-// FNV-1a over the values that must match for a checkpoint to be resumed.
-class Fingerprint {
- public:
-  void add(uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (v >> (8 * i)) & 0xff;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::string& s) {
-    add(s.size());
-    for (unsigned char c : s) {
-      hash_ ^= c;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  uint64_t value() const { return hash_; }
-
- private:
-  uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
 
 std::string format_time(double seconds) {
   if (seconds >= 1) return fmt::format("{:.4g} s", seconds);
@@ -407,6 +386,38 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
     policy = make_policy(static_cast<int>(saved.level), request.seed);
     state = policy->load(options.checkpoint);
+    // A damaged file may still parse: check every value the run indexes or divides with.
+    const std::vector<uint8_t>& allowed = features[L - 1].allowed;
+    auto problem = [&]() -> std::string {
+      if (state.updates < 0 || state.samples < 0 || state.restarts < 0 || state.refinements < 0 ||
+          state.stalled_updates < 0 || state.samples_at_restart < 0 ||
+          state.samples_at_restart > state.samples) {
+        return "negative or inconsistent counters";
+      }
+      if (!std::isfinite(state.baseline) || !std::isfinite(state.elapsed_s) ||
+          state.elapsed_s < 0) {
+        return "baseline or elapsed time is not a finite number";
+      }
+      if (state.best_actions.empty()) return {};
+      if (state.best_actions.size() != static_cast<size_t>(G_finest)) {
+        return fmt::format("best placement has {} groups, not {}", state.best_actions.size(),
+                           G_finest);
+      }
+      if (!(state.best_step_time_s > 0) || !std::isfinite(state.best_step_time_s)) {
+        return "best step time is not a positive number";
+      }
+      for (int f = 0; f < G_finest; ++f) {
+        const int32_t d = state.best_actions[f];
+        if (d < 0 || d >= D || !allowed[static_cast<size_t>(f) * D + d]) {
+          return fmt::format(
+              "best placement puts group {} on device index {}, which it may not use", f, d);
+        }
+      }
+      return {};
+    };
+    if (const std::string p = problem(); !p.empty()) {
+      throw ConfigError(fmt::format("checkpoint '{}': damaged: {}", options.checkpoint, p));
+    }
     run.resumed = true;
   } else {
     policy = make_policy(0, request.seed);

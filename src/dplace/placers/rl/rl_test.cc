@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -234,6 +235,40 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
   EXPECT_THROW(run(*p, 12, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}}), ConfigError);
   std::filesystem::remove(ckpt);
   std::filesystem::remove(curve);
+}
+
+// A damaged checkpoint is a ConfigError naming the file, never a crash (LibTorch's own reader can
+// crash on some damage, so the file's checksum is checked first).
+TEST(RlPlacerTest, DamagedCheckpointIsAConfigError) {
+  const auto p = two_towers();
+  const std::string ckpt = temp_path("rl-ckpt-damaged");
+  std::filesystem::remove(ckpt);
+  run(*p, 11, {{"samples", "16"}, {"batch", "8"}, {"checkpoint", ckpt}});
+  std::string good;
+  {
+    std::ifstream in(ckpt, std::ios::binary);
+    good.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(good.size(), 1000u);
+  auto rejects = [&](const std::string& bytes, const std::string& needle) {
+    std::ofstream(ckpt, std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      run(*p, 11, {{"samples", "32"}, {"batch", "8"}, {"checkpoint", ckpt}});
+      ADD_FAILURE() << "expected ConfigError for " << needle;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(ckpt), std::string::npos) << what;
+      EXPECT_NE(what.find(needle), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  };
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 0x5a;
+  rejects(flipped, "does not match its checksum");
+  rejects(good.substr(0, good.size() - 100), "bytes of payload, the header says");
+  rejects("PK\x03\x04 an archive without dplace's header", "not a dplace rl checkpoint");
+  rejects("", "not a dplace rl checkpoint");
+  std::filesystem::remove(ckpt);
 }
 
 // Runs `params` (with an even "samples") to half its samples with a checkpoint, then resumes
