@@ -163,6 +163,16 @@ TEST(CliTest, NonFiniteBudgetIsOneLineExit2) {
   }
 }
 
+TEST(CliTest, ControlCharactersInAnErrorAreEscaped) {
+  // A damaged file can put any byte in a name that the error then quotes.
+  const fs::path p = temp_dir() / "control_char.json";
+  std::ofstream(p) << R"({"format": "dplace.graph/1", "name": "g", "ops": [
+      {"name": "x", "type": "Input", "output_bytes": 8},
+      {"name": "y", "type": "Relu", "inputs": ["a\u001cb\nc"], "output_bytes": 8}]})";
+  const RunResult r = run("info " + p.string());
+  expect_one_line_error(r, "a\\x1cb c");
+}
+
 TEST(CliTest, PlacementOnUnknownDeviceIsOneLineExit2) {
   const fs::path p = temp_dir() / "bad_device.json";
   std::ofstream(p) << R"({"format": "dplace.placement/1", "assignment": {"x": "/cpu:0",

@@ -12,13 +12,23 @@
 
 namespace {
 
-// Errors are one line on stderr (a library's message may carry newlines, e.g. LibTorch's).
-std::string one_line(std::string what) {
-  for (char& c : what) {
-    if (c == '\n') c = ' ';
+// Errors are one line of printable text on stderr: a library's message may carry newlines (e.g.
+// LibTorch's) and a damaged file's names may carry any byte. Line breaks and tabs become spaces,
+// other control characters \xNN.
+std::string one_line(const std::string& what) {
+  std::string out;
+  for (const char c : what) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
   }
-  while (!what.empty() && what.back() == ' ') what.pop_back();
-  return what;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 }  // namespace
