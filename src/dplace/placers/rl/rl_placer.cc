@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "dplace/core/error.h"
 #include "dplace/core/fingerprint.h"
@@ -33,17 +34,20 @@ double seconds_since(Clock::time_point start) {
   throw ConfigError(fmt::format("placer 'rl': --param {}={}: expected {}", key, value, expected));
 }
 
-int64_t parse_int(const std::string& key, const std::string& value, int64_t min_value) {
+// An integer in [min_value, max_value] (max_value: the largest the option can use).
+int64_t parse_int(const std::string& key, const std::string& value, int64_t min_value,
+                  int64_t max_value = std::numeric_limits<int64_t>::max()) {
+  const std::string expected = max_value == std::numeric_limits<int64_t>::max()
+                                   ? fmt::format("an integer >= {}", min_value)
+                                   : fmt::format("an integer in [{}, {}]", min_value, max_value);
   size_t used = 0;
   int64_t v = 0;
   try {
     v = std::stoll(value, &used);
   } catch (const std::exception&) {
-    bad_param(key, value, fmt::format("an integer >= {}", min_value));
+    bad_param(key, value, expected);
   }
-  if (used != value.size() || v < min_value) {
-    bad_param(key, value, fmt::format("an integer >= {}", min_value));
-  }
+  if (used != value.size() || v < min_value || v > max_value) bad_param(key, value, expected);
   return v;
 }
 
@@ -157,7 +161,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
   RlOptions o;
   const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters =
       {
-          {"groups", [&](auto& k, auto& v) { o.groups = parse_int(k, v, 1); }},
+          {"groups", [&](auto& k, auto& v) { o.groups = parse_int(k, v, 1, 1 << 20); }},
           {"sole-consumer",
            [&](auto& k, auto& v) {
              if (v != "full" && v != "limited" && v != "chains" && v != "off")
@@ -174,15 +178,20 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
            }},
           {"cap-transfer-scale",
            [&](auto& k, auto& v) { o.cap_transfer_scale = parse_double(k, v, 0, true); }},
-          {"batch", [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1)); }},
-          {"levels", [&](auto& k, auto& v) { o.levels = static_cast<int>(parse_int(k, v, 1)); }},
+          {"batch",
+           [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1, 4096)); }},
+          {"levels",
+           [&](auto& k, auto& v) { o.levels = static_cast<int>(parse_int(k, v, 1, 16)); }},
           {"restart-patience", [&](auto& k, auto& v) { o.restart_patience = parse_int(k, v, 0); }},
           {"restart-entropy",
            [&](auto& k, auto& v) { o.restart_entropy = parse_double(k, v, 0, false); }},
           {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
-          {"hidden", [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1)); }},
+          {"hidden",
+           [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1, 4096)); }},
           {"embedding",
-           [&](auto& k, auto& v) { o.device_embedding = static_cast<int>(parse_int(k, v, 1)); }},
+           [&](auto& k, auto& v) {
+             o.device_embedding = static_cast<int>(parse_int(k, v, 1, 4096));
+           }},
           {"lr", [&](auto& k, auto& v) { o.learning_rate = parse_double(k, v, 0, false); }},
           {"clip", [&](auto& k, auto& v) { o.grad_clip = parse_double(k, v, 0, true); }},
           {"entropy", [&](auto& k, auto& v) { o.entropy_weight = parse_double(k, v, 0, true); }},
@@ -196,13 +205,16 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
            }},
           {"oom-time", [&](auto& k, auto& v) { o.oom_step_time_s = parse_double(k, v, 0, false); }},
           {"normalize",
-           [&](auto& k, auto& v) { o.normalize_advantages = parse_int(k, v, 0) != 0; }},
-          {"threads", [&](auto& k, auto& v) { o.threads = parse_int(k, v, 1); }},
-          {"chunk", [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 0)); }},
+           [&](auto& k, auto& v) { o.normalize_advantages = parse_int(k, v, 0, 1) != 0; }},
+          {"threads", [&](auto& k, auto& v) { o.threads = parse_int(k, v, 1, 256); }},
+          {"chunk",
+           [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 0, 4096)); }},
           {"imitation", [&](auto& k, auto& v) { o.imitation = parse_double(k, v, 0, true); }},
           {"checkpoint", [&](auto&, auto& v) { o.checkpoint = v; }},
           {"checkpoint-every",
-           [&](auto& k, auto& v) { o.checkpoint_every = static_cast<int>(parse_int(k, v, 1)); }},
+           [&](auto& k, auto& v) {
+             o.checkpoint_every = static_cast<int>(parse_int(k, v, 1, 1 << 30));
+           }},
           {"curve", [&](auto&, auto& v) { o.curve = v; }},
           {"init",
            [&](auto& k, auto& v) {
@@ -210,7 +222,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
              o.init = v;
            }},
           {"init-steps",
-           [&](auto& k, auto& v) { o.init_steps = static_cast<int>(parse_int(k, v, 1)); }},
+           [&](auto& k, auto& v) { o.init_steps = static_cast<int>(parse_int(k, v, 1, 1 << 30)); }},
           {"measure-cmd", [&](auto&, auto& v) { o.measure_cmd = v; }},
           {"polish", [&](auto& k, auto& v) { o.polish_evaluations = parse_int(k, v, 0); }},
           {"polish-share",
@@ -219,7 +231,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
              if (o.polish_share >= 1) bad_param(k, v, "a number in [0, 1)");
            }},
           {"polish-rounds",
-           [&](auto& k, auto& v) { o.polish_rounds = static_cast<int>(parse_int(k, v, 1)); }},
+           [&](auto& k, auto& v) { o.polish_rounds = static_cast<int>(parse_int(k, v, 1, 1024)); }},
           {"progress-seconds",
            [&](auto& k, auto& v) { o.progress_seconds = parse_double(k, v, 0, true); }},
       };

@@ -397,6 +397,16 @@ TEST(RlPlacerTest, OptionsAreValidated) {
   EXPECT_THROW(rl_options_from_params({{"groups", "0"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"lr", "fast"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"baseline-decay", "1"}}), ConfigError);
+  // Values past what an int option can hold used to wrap around (batch=2^31 became negative).
+  for (const char* key : {"batch", "levels", "hidden", "embedding", "threads", "chunk"}) {
+    EXPECT_THROW(rl_options_from_params({{key, "2147483648"}}), ConfigError) << key;
+  }
+  try {
+    rl_options_from_params({{"batch", "2147483648"}});
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "placer 'rl': --param batch=2147483648: expected an integer in [1, 4096]");
+  }
   const RlOptions o = rl_options_from_params({{"groups", "64"}, {"lr", "0.003"}});
   EXPECT_EQ(o.groups, 64u);
   EXPECT_DOUBLE_EQ(o.learning_rate, 0.003);
