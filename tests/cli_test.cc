@@ -8,58 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.h"
 #include "dplace/core/json.h"
 
 namespace dplace {
 namespace {
 
+using namespace cli_testing;  // NOLINT: the helpers of cli_run.h
 namespace fs = std::filesystem;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("dplace_cli_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-RunResult run(const std::string& args) {
-  const fs::path out = temp_dir() / "out.txt";
-  const fs::path err = temp_dir() / "err.txt";
-  const std::string cmd = std::string(DPLACE_BINARY) + " " + args + " >" + out.string() + " 2>" +
-                          err.string() + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_all(out);
-  r.err = read_all(err);
-  return r;
-}
-
-std::string data(const std::string& rel) { return std::string(DPLACE_TEST_DATA_DIR) + "/" + rel; }
-
-// Bad input: exit 2, exactly one line on stderr that mentions `needle`.
-void expect_one_line_error(const RunResult& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.rfind("dplace: ", 0), 0u) << r.err;
-}
 
 TEST(CliTest, ListsModelsClustersAndPlacers) {
   RunResult models = run("models --json");

@@ -1,0 +1,69 @@
+// Running the dplace binary from tests: its exit code and output, and the one-line error check.
+// Header-only: each test target defines DPLACE_BINARY and DPLACE_TEST_DATA_DIR (dplace_test).
+//
+// Thread safety: run() uses fixed file names in a per-process directory; one call at a time.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace dplace::cli_testing {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("dplace_cli_test_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+inline RunResult run(const std::string& args) {
+  const fs::path out = temp_dir() / "out.txt";
+  const fs::path err = temp_dir() / "err.txt";
+  const std::string cmd = std::string(DPLACE_BINARY) + " " + args + " >" + out.string() + " 2>" +
+                          err.string() + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_all(out);
+  r.err = read_all(err);
+  return r;
+}
+
+inline std::string data(const std::string& rel) {
+  return std::string(DPLACE_TEST_DATA_DIR) + "/" + rel;
+}
+
+// Bad input: exit 2, exactly one line on stderr that mentions `needle`.
+inline void expect_one_line_error(const RunResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.rfind("dplace: ", 0), 0u) << r.err;
+}
+
+}  // namespace dplace::cli_testing
