@@ -2,6 +2,9 @@
 // 2020, after Hanen and Munier 2001).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "dplace/placers/common/list_schedule.h"
 #include "dplace/placers/common/memory.h"
 #include "dplace/placers/common/params.h"
@@ -74,8 +77,14 @@ class MSctPlacer final : public Placer {
           fmt::format("graph has {} edges > lp_max_edges={}: no favourite children (plain m-etf)",
                       request.graph->num_edges(), max_edges);
     } else {
+      const auto start = std::chrono::steady_clock::now();
       const SctLpProblem problem = build_problem(request);
-      const SctLpSolution solution = solve_sct_lp(problem);
+      // The LP is the slow part (tens of seconds at 10^5 edges); it gets the budget, less a tenth
+      // for the list scheduling after it.
+      const double built_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double lp_limit_s = std::max(0.9 * request.budget_seconds - built_s, 1e-3);
+      const SctLpSolution solution = solve_sct_lp(problem, lp_limit_s);
       if (solution.optimal) {
         options.favourite_child = favourite_children(problem, solution);
         size_t count = 0;
@@ -83,8 +92,11 @@ class MSctPlacer final : public Placer {
         note = fmt::format("LP relaxation makespan {:.6g} s; {} favourite children",
                            solution.makespan_s, count);
       } else {
-        note =
-            fmt::format("LP not solved ({}): no favourite children (plain m-etf)", solution.status);
+        note = fmt::format("LP not solved ({}{}): no favourite children (plain m-etf)",
+                           solution.status,
+                           solution.status == "time limit reached"
+                               ? fmt::format(" after {:.3g} s of --budget-seconds", lp_limit_s)
+                               : "");
       }
     }
     PlaceResult result = to_place_result(schedule_with_memory_retries(

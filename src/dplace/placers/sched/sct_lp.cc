@@ -10,7 +10,7 @@
 
 namespace dplace {
 
-SctLpSolution solve_sct_lp(const SctLpProblem& problem) {
+SctLpSolution solve_sct_lp(const SctLpProblem& problem, double time_limit_s) {
   const int n = static_cast<int>(problem.duration_s.size());
   const int m = static_cast<int>(problem.edges.size());
   const int num_cols = m + n + 1;  // x_e, s_i, w
@@ -71,6 +71,7 @@ SctLpSolution solve_sct_lp(const SctLpProblem& problem) {
   model.loadProblem(matrix, col_lb.data(), col_ub.data(), objective.data(), row_lb.data(),
                     row_ub.data());
   model.setOptimizationDirection(1.0);
+  model.setMaximumWallSeconds(time_limit_s);
   ClpSolve solve;  // dual simplex after presolve: the fastest of Clp's methods on these LPs
   solve.setSolveType(ClpSolve::useDual);
   solve.setPresolveType(ClpSolve::presolveOn);
@@ -79,10 +80,10 @@ SctLpSolution solve_sct_lp(const SctLpProblem& problem) {
   SctLpSolution out;
   out.optimal = model.isProvenOptimal();
   if (!out.optimal) {
-    out.status = model.isProvenPrimalInfeasible()  ? "primal infeasible"
-                 : model.isProvenDualInfeasible()  ? "unbounded"
-                 : model.isIterationLimitReached() ? "iteration limit reached"
-                                                   : "not solved";
+    out.status = model.isProvenPrimalInfeasible() ? "primal infeasible"
+                 : model.isProvenDualInfeasible() ? "unbounded"
+                 : model.hitMaximumIterations()   ? "time limit reached"
+                                                  : "not solved";
   }
   const double* solution = model.primalColumnSolution();
   out.x.assign(solution, solution + m);

@@ -39,7 +39,9 @@ struct SctLpSolution {
   std::vector<double> x;  // per edge
 };
 
-SctLpSolution solve_sct_lp(const SctLpProblem& problem);
+// Stops after time_limit_s seconds of wall time (then not optimal, status "time limit reached").
+// REQUIRES: time_limit_s > 0.
+SctLpSolution solve_sct_lp(const SctLpProblem& problem, double time_limit_s);
 
 // Per task, the index of its favourite child or -1: edges with x < 0.5, keeping the smallest x
 // when rounding would give a task two favourites in either direction.
