@@ -1,12 +1,17 @@
 #include "dplace/placers/rl/reward.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +44,79 @@ class SimulatorRewardSource final : public RewardSource {
   std::vector<SimResult> results_;
 };
 
+// What a finished (or killed) command left.
+struct CommandRun {
+  std::string output;  // its standard output
+  int status = -1;     // waitpid's status
+  bool timed_out = false;
+};
+
+// Runs `command` with /bin/sh -c in a process group of its own, collecting its standard output,
+// and kills the group (SIGKILL) at `deadline`. Throws ConfigError when it cannot be started.
+CommandRun run_command(const std::string& command, std::chrono::steady_clock::time_point deadline,
+                       const std::string& described) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    throw ConfigError(
+        fmt::format("measure-cmd '{}': cannot create a pipe: {}", described, std::strerror(errno)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);  // a new group, led by the shell
+  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+  pid_t pid = -1;
+  const int spawned =
+      posix_spawn(&pid, "/bin/sh", &actions, &attributes, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(fds[1]);
+  if (spawned != 0) {
+    close(fds[0]);
+    throw ConfigError(
+        fmt::format("measure-cmd '{}': cannot start: {}", described, std::strerror(spawned)));
+  }
+  CommandRun run;
+  char buffer[4096];
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      kill(-pid, SIGKILL);
+      run.timed_out = true;
+      break;
+    }
+    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    pollfd p{.fd = fds[0], .events = POLLIN, .revents = 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms.count() + 1, 60000)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fds[0], buffer, sizeof buffer);
+    if (n > 0) {
+      run.output.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;  // end of output (the command may still be running: waitpid below)
+    }
+  }
+  close(fds[0]);
+  // Output closed before the deadline: wait for the exit, still bounded by the deadline.
+  while (!run.timed_out) {
+    const pid_t done = waitpid(pid, &run.status, WNOHANG);
+    if (done == pid) return run;
+    if (done < 0 && errno != EINTR) return run;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(-pid, SIGKILL);
+      run.timed_out = true;
+      break;
+    }
+    usleep(1000);
+  }
+  waitpid(pid, &run.status, 0);
+  return run;
+}
+
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   size_t start = 0;
@@ -49,8 +127,12 @@ std::string trim(std::string s) {
 class CommandRewardSource final : public RewardSource {
  public:
   CommandRewardSource(std::string command, const Graph& graph, const Cluster& cluster,
-                      ThreadPool& pool)
-      : command_(std::move(command)), graph_(graph), cluster_(cluster), pool_(pool) {
+                      ThreadPool& pool, MeasureLimits limits)
+      : command_(std::move(command)),
+        graph_(graph),
+        cluster_(cluster),
+        pool_(pool),
+        limits_(limits) {
     if (command_.find("{placement}") == std::string::npos) {
       throw ConfigError(fmt::format(
           "--param measure-cmd='{}': the command must contain {{placement}}", command_));
@@ -82,18 +164,24 @@ class CommandRewardSource final : public RewardSource {
          at = command.find("{placement}", at + path.size())) {
       command.replace(at, 11, path);
     }
-    std::string output;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      std::remove(path.c_str());
-      throw ConfigError(
-          fmt::format("measure-cmd '{}': cannot start: {}", command_, std::strerror(errno)));
+    auto deadline = limits_.deadline;
+    if (limits_.timeout_s > 0) {
+      const auto limit = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(limits_.timeout_s));
+      deadline = std::min(deadline, limit);
     }
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-    const int status = pclose(pipe);
+    CommandRun ran;
+    try {
+      ran = run_command(command, deadline, command_);
+    } catch (...) {
+      std::remove(path.c_str());
+      throw;
+    }
     std::remove(path.c_str());
+    if (ran.timed_out) return {.step_time_s = 0, .feasible = false, .timed_out = true};
+    const std::string& output = ran.output;
+    const int status = ran.status;
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       throw ConfigError(fmt::format("measure-cmd '{}': exited with status {} (output: '{}')",
                                     command_, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
@@ -128,6 +216,7 @@ class CommandRewardSource final : public RewardSource {
   const Graph& graph_;
   const Cluster& cluster_;
   ThreadPool& pool_;
+  MeasureLimits limits_;
 };
 
 }  // namespace
@@ -138,8 +227,9 @@ std::unique_ptr<RewardSource> make_simulator_reward_source(const Simulator& simu
 }
 
 std::unique_ptr<RewardSource> make_command_reward_source(std::string command, const Graph& graph,
-                                                         const Cluster& cluster, ThreadPool& pool) {
-  return std::make_unique<CommandRewardSource>(std::move(command), graph, cluster, pool);
+                                                         const Cluster& cluster, ThreadPool& pool,
+                                                         MeasureLimits limits) {
+  return std::make_unique<CommandRewardSource>(std::move(command), graph, cluster, pool, limits);
 }
 
 std::string placement_json_text(const Graph& graph, const Cluster& cluster,

@@ -8,11 +8,14 @@
 //    its path, runs the command with /bin/sh -c and reads its standard output: the last
 //    non-empty line is either a step time in seconds, or a line starting with "oom"
 //    (case-insensitive) for a placement that ran out of memory. A non-zero exit status or any
-//    other output is an error (ConfigError naming the command and the output).
+//    other output is an error (ConfigError naming the command and the output). A command still
+//    running at its time limit (MeasureLimits) is killed with its whole process group and its
+//    placement reported as timed out.
 //
 // Thread safety: evaluate() is called by one thread at a time; it parallelises internally.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,7 +29,15 @@ namespace dplace::rl {
 
 struct Outcome {
   double step_time_s = 0;  // as measured (for an OOM placement: whatever was reported, or 0)
-  bool feasible = true;    // false: out of memory
+  bool feasible = true;    // false: out of memory, or timed out
+  bool timed_out = false;  // measure-cmd only: killed at its time limit (feasible is then false)
+};
+
+// When a measurement is cut off: after timeout_s seconds (0: no per-measurement limit), and in
+// any case at the deadline (the run's wall-clock budget).
+struct MeasureLimits {
+  double timeout_s = 0;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 class RewardSource {
@@ -43,7 +54,8 @@ std::unique_ptr<RewardSource> make_simulator_reward_source(const Simulator& simu
 // REQUIRES: `graph`, `cluster` and `pool` outlive the source. `command` must contain
 // "{placement}" (ConfigError otherwise).
 std::unique_ptr<RewardSource> make_command_reward_source(std::string command, const Graph& graph,
-                                                         const Cluster& cluster, ThreadPool& pool);
+                                                         const Cluster& cluster, ThreadPool& pool,
+                                                         MeasureLimits limits = {});
 
 // The dplace.placement/1 JSON text of a placement (used for the command's input file).
 std::string placement_json_text(const Graph& graph, const Cluster& cluster,

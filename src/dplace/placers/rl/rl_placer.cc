@@ -224,6 +224,8 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"init-steps",
            [&](auto& k, auto& v) { o.init_steps = static_cast<int>(parse_int(k, v, 1, 1 << 30)); }},
           {"measure-cmd", [&](auto&, auto& v) { o.measure_cmd = v; }},
+          {"measure-timeout",
+           [&](auto& k, auto& v) { o.measure_timeout_s = parse_double(k, v, 0, true); }},
           {"polish", [&](auto& k, auto& v) { o.polish_evaluations = parse_int(k, v, 0); }},
           {"polish-share",
            [&](auto& k, auto& v) {
@@ -453,7 +455,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   std::unique_ptr<RewardSource> source =
       options.measure_cmd.empty()
           ? make_simulator_reward_source(simulator, pool)
-          : make_command_reward_source(options.measure_cmd, graph, cluster, pool);
+          : make_command_reward_source(
+                options.measure_cmd, graph, cluster, pool,
+                {.timeout_s = options.measure_timeout_s,
+                 .deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(request.budget_seconds))});
   const double oom_time_s = options.oom_step_time_s > 0
                                 ? options.oom_step_time_s
                                 : 2 * step_time_upper_bound_s(graph, cluster, costs);
@@ -566,6 +572,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
                      std::span<Outcome>(distinct_outcomes.data(), distinct.size()));
     for (int k = 0; k < K; ++k) outcomes[k] = distinct_outcomes[distinct_of[k]];
     run.evaluations += static_cast<int64_t>(distinct.size());
+    for (size_t j = 0; j < distinct.size(); ++j)
+      run.measure_timeouts += distinct_outcomes[j].timed_out;
     run.evaluate_seconds += seconds_since(t0);
 
     double mean_reward = 0;
@@ -734,6 +742,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       100 * run.decoder_rows_fraction, state.updates, state.refinements, state.restarts,
       run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups,
       run.after_sole_consumer);
+  if (run.measure_timeouts > 0) {
+    run.result.note += fmt::format("; {} measurements killed at their time limit (charged as OOM)",
+                                   run.measure_timeouts);
+  }
   if (!warm_start.empty()) {
     run.result.note += fmt::format("; warm start (expert on the groups) {}",
                                    format_time(run.warm_start_step_time_s));

@@ -105,6 +105,10 @@ struct RlOptions {
   std::string init = "none";  // Default: none.
   int init_steps = 200;       // Default: 200.
   std::string measure_cmd;    // external reward command (see reward.h); empty: the simulator.
+  // Seconds after which one measurement is killed and its placement charged oom_step_time_s, as
+  // for an OOM placement; 0: no limit of its own. Either way a measurement still running when
+  // the budget ends is killed. Default: 0.
+  double measure_timeout_s = 0;
   // Polishing (not in the paper; done by the registered placer `rl`, not by run_rl): the learned
   // placement is refined by simulated annealing over colocation-group moves (search/anneal.h,
   // anneal_from) for polish_evaluations moves, which places single ops and groups the policy's
@@ -124,7 +128,8 @@ struct RlOptions {
 // off), sole-consumer-limit, cap (lightest/communication), cap-transfer-scale, levels, batch,
 // restart-patience, restart-entropy, imitation, samples, hidden, embedding, lr, clip, entropy,
 // entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
-// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, polish, polish-share,
+// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, measure-timeout, polish,
+// polish-share,
 // polish-rounds, progress-seconds. Throws ConfigError for an unknown key or a bad value, naming
 // both, and for polish > 0 together with measure-cmd.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
@@ -154,6 +159,7 @@ struct RlRun {
   size_t after_sole_consumer = 0;
   int64_t samples = 0;      // total, including samples of a resumed checkpoint
   int64_t evaluations = 0;  // this call's placements evaluated (identical samples of a batch once)
+  int64_t measure_timeouts = 0;  // measure-cmd runs killed at their time limit
   int64_t updates = 0;
   int64_t refinements = 0;  // moves to a finer level, including those of a resumed checkpoint
   double seconds = 0;       // this call's wall time

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -685,6 +686,34 @@ TEST(RewardTest, CommandFailuresAreConfigErrors) {
     EXPECT_THROW(source->evaluate(one, outcomes), ConfigError) << flag;
   }
   EXPECT_THROW(make_command_reward_source("true", p->graph, p->cluster, pool), ConfigError);
+}
+
+// A measurement that hangs is killed at its time limit (or at the budget's deadline) and reported
+// as timed out; the others are unaffected.
+TEST(RewardTest, HungCommandIsKilledAtItsTimeLimit) {
+  const auto p = two_towers();
+  ThreadPool pool(2);
+  const Placement on_gpu0 = single_device_placement(p->graph, DeviceId(1));
+  Placement two_on_cpu = on_gpu0;
+  two_on_cpu.device_of_op[0] = DeviceId(0);
+  const std::vector<Placement> placements = {on_gpu0, two_on_cpu};
+  const std::string command = script("fake_measure.py") + " {placement} --hang-on-cpu";
+  const auto now = std::chrono::steady_clock::now();
+  for (const MeasureLimits limits : {MeasureLimits{.timeout_s = 0.5},
+                                     MeasureLimits{.deadline = now + std::chrono::seconds(2)}}) {
+    std::vector<Outcome> outcomes(2);
+    const auto start = std::chrono::steady_clock::now();
+    make_command_reward_source(command, p->graph, p->cluster, pool, limits)
+        ->evaluate(placements, outcomes);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 10.0);  // the hung script sleeps 60 s
+    EXPECT_TRUE(outcomes[0].feasible);
+    EXPECT_FALSE(outcomes[0].timed_out);
+    EXPECT_NEAR(outcomes[0].step_time_s, 1e-3, 1e-12);
+    EXPECT_TRUE(outcomes[1].timed_out);
+    EXPECT_FALSE(outcomes[1].feasible);
+  }
 }
 
 TEST(RewardTest, PlacementFileNamesEveryOp) {
