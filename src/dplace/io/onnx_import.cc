@@ -32,6 +32,7 @@
 // <sys/mman.h> defines MAP_TYPE, which onnx/defs/parser.h uses as an enumerator name.
 #undef MAP_TYPE
 
+#include <fmt/format.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -1415,6 +1416,21 @@ class OnnxImporter {
   [[noreturn]] void fail(const std::string& message) const {
     throw FormatError(path_ + ": " + one_line(message));
   }
+  // The tensor's size in bytes; fails when it exceeds a petabyte (2^50 bytes), which only a damaged
+  // file's dimensions or a mistyped --dim give, and which would overflow int64 arithmetic.
+  int64_t tensor_bytes(const TensorInfo& t, const std::string& what) const {
+    constexpr double kMaxTensorBytes = 1125899906842624.0;  // 2^50
+    const double bytes = t.elements() * static_cast<double>(element_bytes(t.elem_type));
+    if (!(bytes <= kMaxTensorBytes)) {
+      std::string dims;
+      for (int64_t d : t.dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      fail(
+          fmt::format("{}: shape [{}] would take {:.3g} bytes, more than 2^50; are the "
+                      "dimensions (or --dim) right?",
+                      what, dims, bytes));
+    }
+    return t.bytes();
+  }
   std::string node_label(const ox::NodeProto& node, int index) const {
     std::string name = node.name().empty() ? "#" + std::to_string(index) : node.name();
     return "node '" + name + "' (" + node.op_type() + ")";
@@ -1640,7 +1656,7 @@ class OnnxImporter {
       if (static_type && used_only_as_weight(in.name(), 0)) {
         Value& v = values_[in.name()];
         v.type = in.type();
-        add_param(v, in.name(), static_type->bytes());
+        add_param(v, in.name(), tensor_bytes(*static_type, "graph input '" + in.name() + "'"));
         continue;
       }
       if (!in.type().has_tensor_type()) {
@@ -1735,7 +1751,7 @@ class OnnxImporter {
       op.name = name;
       op.type = "Input";
       op.phase = Phase::kForward;
-      op.output_bytes = {info->bytes()};
+      op.output_bytes = {tensor_bytes(*info, "graph input '" + name + "'")};
       op.bytes_accessed = 0;
       op.extra = Json::object({{"output_shapes", Json::array({info->dims})}});
       used_names_.insert(name);
@@ -2025,7 +2041,10 @@ class OnnxImporter {
       const Value& v = values_.at(name);
       std::optional<TensorInfo> info = known_tensor(v.type);
       cost_in.in.push_back(info);
-      if (info) cost_in.read_bytes += static_cast<double>(info->bytes());
+      if (info) {
+        cost_in.read_bytes += static_cast<double>(
+            tensor_bytes(*info, node_label(node, index) + ": input '" + name + "'"));
+      }
       if (v.runtime) {
         if (!v.tensor) {
           fail(node_label(node, index) + ": input '" + name + "' carries no tensor");
@@ -2061,8 +2080,10 @@ class OnnxImporter {
         fail(node_label(node, index) + ": output '" + name + "': " + describe_unknown(v.type) +
              (error.empty() ? "" : " (ONNX shape inference: " + error + ")"));
       }
-      cost_in.written_bytes += static_cast<double>(info->bytes());
-      op.output_bytes.push_back(info->bytes());
+      const int64_t bytes =
+          tensor_bytes(*info, node_label(node, index) + ": output '" + name + "'");
+      cost_in.written_bytes += static_cast<double>(bytes);
+      op.output_bytes.push_back(bytes);
       shapes.push_back(info->dims);
       cost_in.out.push_back(std::move(info));
     }

@@ -530,6 +530,16 @@ TEST(OnnxImportTest, UnnamedDynamicDimIsSetByInputAndAxis) {
   EXPECT_EQ(op_named(loaded.graph, "x").output_bytes[0], 5 * 8 * 4);
 }
 
+TEST(OnnxImportTest, HugeDimensionIsAnErrorNotAnOverflow) {
+  // 2^62 x 8 floats used to wrap int64 to a negative byte count.
+  ImportOptions options;
+  options.dims["x:0"] = int64_t{1} << 62;
+  EXPECT_EQ(error_of(kOnnxDir + "/unnamed_dim.onnx", options),
+            kOnnxDir +
+                "/unnamed_dim.onnx: graph input 'x': shape [4611686018427387904, 8] would take "
+                "1.48e+20 bytes, more than 2^50; are the dimensions (or --dim) right?");
+}
+
 TEST(OnnxImportTest, UnusedDimIsAWarning) {
   ImportOptions options = dims_of("resnet50");
   options.dims["sequence"] = 7;
