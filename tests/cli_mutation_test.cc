@@ -22,13 +22,6 @@ namespace {
 
 using namespace cli_testing;  // NOLINT: the helpers of cli_run.h
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -149,7 +142,7 @@ TEST(CliMutationTest, DamagedInputsExitCleanly) {
   for (size_t i = 0; i < targets.size(); ++i) {
     const Target& t = targets[i];
     SCOPED_TRACE(t.name);
-    const std::string valid = slurp(data(t.source));
+    const std::string valid = read_all(data(t.source));
     ASSERT_FALSE(valid.empty()) << t.source;
     Rng rng(0x5eed0000 + i);
     const std::string path = (temp_dir() / ("damaged" + t.extension)).string();

@@ -227,15 +227,19 @@ struct Trace {
 // before parsing it, and some damage crashes its parser, so the hash is checked first.
 constexpr std::string_view kCheckpointMagic = "dplace.rl-checkpoint/2";
 
+// The payload's FNV-1a as 16 hex digits, the header's HASH.
+std::string checkpoint_checksum(const std::string& payload) {
+  Fingerprint hash;
+  hash.add_bytes(payload);
+  return fmt::format("{:016x}", hash.value());
+}
+
 void write_checkpoint_file(const std::string& path, torch::serialize::OutputArchive& root) {
   std::ostringstream payload_stream;
   root.save_to(payload_stream);
   const std::string payload = payload_stream.str();
-  Fingerprint hash;
-  hash.add_bytes(payload);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << kCheckpointMagic << ' ' << payload.size() << ' ' << fmt::format("{:016x}", hash.value())
-      << '\n'
+  out << kCheckpointMagic << ' ' << payload.size() << ' ' << checkpoint_checksum(payload) << '\n'
       << payload;
   out.close();
   if (!out) throw ConfigError(fmt::format("checkpoint '{}': cannot write the file", path));
@@ -263,9 +267,7 @@ void read_checkpoint_file(const std::string& path, torch::serialize::InputArchiv
         fmt::format("checkpoint '{}': damaged: {} bytes of payload, the header says {}", path,
                     payload.size(), size));
   }
-  Fingerprint hash;
-  hash.add_bytes(payload);
-  if (fmt::format("{:016x}", hash.value()) != hash_hex) {
+  if (checkpoint_checksum(payload) != hash_hex) {
     throw ConfigError(
         fmt::format("checkpoint '{}': damaged: the payload does not match its checksum", path));
   }

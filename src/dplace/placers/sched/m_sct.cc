@@ -94,7 +94,7 @@ class MSctPlacer final : public Placer {
       } else {
         note = fmt::format("LP not solved ({}{}): no favourite children (plain m-etf)",
                            solution.status,
-                           solution.status == "time limit reached"
+                           solution.time_limit_reached
                                ? fmt::format(" after {:.3g} s of --budget-seconds", lp_limit_s)
                                : "");
       }

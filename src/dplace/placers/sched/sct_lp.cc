@@ -79,10 +79,11 @@ SctLpSolution solve_sct_lp(const SctLpProblem& problem, double time_limit_s) {
 
   SctLpSolution out;
   out.optimal = model.isProvenOptimal();
+  out.time_limit_reached = !out.optimal && model.hitMaximumIterations();
   if (!out.optimal) {
     out.status = model.isProvenPrimalInfeasible() ? "primal infeasible"
                  : model.isProvenDualInfeasible() ? "unbounded"
-                 : model.hitMaximumIterations()   ? "time limit reached"
+                 : out.time_limit_reached         ? "time limit reached"
                                                   : "not solved";
   }
   const double* solution = model.primalColumnSolution();

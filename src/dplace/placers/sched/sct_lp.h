@@ -34,9 +34,10 @@ struct SctLpProblem {
 
 struct SctLpSolution {
   bool optimal = false;
-  std::string status;     // Clp's status in words when not optimal
-  double makespan_s = 0;  // the relaxation's w
-  std::vector<double> x;  // per edge
+  bool time_limit_reached = false;  // stopped by solve_sct_lp's time_limit_s
+  std::string status;               // Clp's status in words when not optimal
+  double makespan_s = 0;            // the relaxation's w
+  std::vector<double> x;            // per edge
 };
 
 // Stops after time_limit_s seconds of wall time (then not optimal, status "time limit reached").
