@@ -1,6 +1,11 @@
 // dplace models | clusters | placers [--json]
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "dplace/cli/commands.h"
 #include "dplace/cluster/presets.h"
 #include "dplace/core/json.h"
@@ -14,6 +19,15 @@ struct ListArgs {
   bool json = false;
 };
 
+// Prints one "name  description" line per row, names padded to the longest one.
+void print_name_column(const std::vector<std::pair<std::string, std::string>>& rows) {
+  size_t width = 0;
+  for (const auto& [name, description] : rows) width = std::max(width, name.size());
+  for (const auto& [name, description] : rows) {
+    fmt::print("{:<{}}  {}\n", name, width, description);
+  }
+}
+
 void list_models(const ListArgs& args) {
   Json rows = Json::array();
   for (const ModelEntry& m : model_registry()) {
@@ -25,7 +39,9 @@ void list_models(const ListArgs& args) {
     fmt::print("{}\n", Json{{"models", rows}}.dump(2));
     return;
   }
-  for (const ModelEntry& m : model_registry()) fmt::print("{:<14} {}\n", m.name, m.description);
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (const ModelEntry& m : model_registry()) lines.emplace_back(m.name, m.description);
+  print_name_column(lines);
 }
 
 void list_clusters(const ListArgs& args) {
@@ -69,8 +85,10 @@ void list_placers(const ListArgs& args) {
     fmt::print("{}\n", Json{{"placers", rows}}.dump(2));
     return;
   }
-  for (const PlacerInfo& p : placers) fmt::print("{:<14} {}\n", p.name, p.description);
-  fmt::print("{:<14} {}\n", "single:<dev>", "every op on the named device");
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (const PlacerInfo& p : placers) lines.emplace_back(p.name, p.description);
+  lines.emplace_back("single:<dev>", "every op on the named device");
+  print_name_column(lines);
 }
 
 }  // namespace
