@@ -119,6 +119,34 @@ TEST(CliTest, NonFiniteBudgetIsOneLineExit2) {
   }
 }
 
+TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {
+  // Every placer refuses a --param key it does not know, the fixed placements included (they used
+  // to ignore them, so --groups or a typo went unnoticed).
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer single-gpu --param zzz=1"),
+      "placer 'single-gpu': unknown --param 'zzz'");
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer single:/gpu:1 "
+                            "--groups 4"),
+                        "placer 'single:/gpu:1': unknown --param 'groups'");
+  expect_one_line_error(run("place rnnlm --cluster paper-k80x2 --placer expert --samples 4"),
+                        "placer 'expert': unknown --param 'samples'");
+  // --placement is read by expert, anneal and rl only.
+  const fs::path p = temp_dir() / "expert_rnnlm.json";
+  ASSERT_EQ(
+      run("place rnnlm --seq 2 --cluster paper-k80x2 --placer expert -o " + p.string()).exit_code,
+      0);
+  expect_one_line_error(
+      run("place rnnlm --seq 2 --cluster paper-k80x2 --placer heft --placement " + p.string()),
+      "placer 'heft' does not read a placement");
+  EXPECT_EQ(
+      run("place rnnlm --seq 2 --cluster paper-k80x2 --placer expert --placement " + p.string())
+          .exit_code,
+      0);
+  // --latency-method belongs to the latency objective.
+  expect_one_line_error(run("pipeline two_tower --cluster paper-k80x2 --latency-method greedy"),
+                        "--latency-method applies to --objective latency only");
+}
+
 TEST(CliTest, ControlCharactersInAnErrorAreEscaped) {
   // A damaged file can put any byte in a name that the error then quotes.
   const fs::path p = temp_dir() / "control_char.json";

@@ -26,7 +26,7 @@ struct PipelineArgs {
   std::optional<std::string> cluster;
   std::string objective = "throughput";
   bool contiguous = false;
-  std::string latency_method = "ilp";
+  std::optional<std::string> latency_method;  // default ilp; latency objective only
   double time_limit_s = 60;
   OutputArgs out;
 };
@@ -40,13 +40,16 @@ void run_pipeline(const PipelineArgs& args) {
   }
   options.objective = *objective;
   options.contiguous = args.contiguous;
-  if (args.latency_method == "ilp") {
+  if (args.latency_method && options.objective != PipelineObjective::kLatency) {
+    throw ConfigError("--latency-method applies to --objective latency only");
+  }
+  const std::string method = args.latency_method.value_or("ilp");
+  if (method == "ilp") {
     options.latency_method = LatencyMethod::kIlp;
-  } else if (args.latency_method == "greedy") {
+  } else if (method == "greedy") {
     options.latency_method = LatencyMethod::kGreedy;
   } else {
-    throw ConfigError(
-        fmt::format("--latency-method '{}': expected ilp or greedy", args.latency_method));
+    throw ConfigError(fmt::format("--latency-method '{}': expected ilp or greedy", method));
   }
   if (!(args.time_limit_s > 0)) {
     throw ConfigError(fmt::format("--time-limit {}: must be positive", args.time_limit_s));

@@ -27,7 +27,7 @@ struct SearchArgs {
   uint64_t seed = 1;
   double budget_seconds = 60;
   bool progress = false;
-  std::string expert_path;          // --placement FILE for the expert placer
+  std::string expert_path;          // --placement FILE: expert placer, anneal/rl warm starts
   std::vector<std::string> params;  // --param key=value
   // Options that stand for --param KEY=VALUE (place only): option name without "--" -> value.
   std::map<std::string, std::string> param_options;
@@ -41,7 +41,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& args) {
                   "wall-clock budget of search placers (default 60)");
   cmd->add_flag("--progress", args.progress, "progress lines on stderr even when not a terminal");
   cmd->add_option("--placement", args.expert_path,
-                  "placement file used by the 'expert' placer instead of the model's own");
+                  "expert placement file replacing the model's own (expert placer; anneal's and "
+                  "rl's warm starts)");
   cmd->add_option("--param", args.params, "placer option key=value (repeatable)");
 }
 
@@ -119,6 +120,11 @@ struct PlaceArgs {
 };
 
 void run_place(const PlaceArgs& args) {
+  if (!args.search.expert_path.empty() && !make_placer(args.placer)->uses_expert_placement()) {
+    throw ConfigError(fmt::format(
+        "--placement {}: placer '{}' does not read a placement (expert, anneal and rl do)",
+        args.search.expert_path, args.placer));
+  }
   Session session(load_workload(args.search.graph), args.search.cluster);
   const PlaceRequest request = make_request(session, args.search);
   const Evaluation e = run_placer(session, request, args.placer);

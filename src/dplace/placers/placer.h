@@ -66,6 +66,9 @@ class Placer {
 
   // The name it was built under by make_placer ("placer" when built otherwise).
   const std::string& name() const { return name_; }
+  // Whether it reads PlaceRequest::expert (expert, anneal's and rl's warm starts); the CLI refuses
+  // `place --placement FILE` for the others. Default: false.
+  virtual bool uses_expert_placement() const { return false; }
 
  private:
   friend std::unique_ptr<Placer> make_placer(const std::string& name);

@@ -6,6 +6,7 @@
 #include "dplace/core/error.h"
 #include "dplace/placers/builtin.h"
 #include "dplace/placers/common/memory.h"
+#include "dplace/placers/common/params.h"
 
 namespace dplace {
 namespace {
@@ -55,6 +56,7 @@ class SingleDevicePlacer final : public Placer {
   bool handles_missing_links() const override { return true; }
 
   PlaceResult place_impl(const PlaceRequest& request) override {
+    const PlacerParams no_params(name(), request.params, {});
     const Graph& graph = *request.graph;
     const DeviceId target = resolve(*request.cluster);
     std::vector<DeviceId> device_of_group(graph.num_groups());
@@ -78,7 +80,10 @@ class ExpertPlacer final : public Placer {
   // The placement is given; place() reports a link it needs and the cluster lacks.
   bool handles_missing_links() const override { return true; }
 
+  bool uses_expert_placement() const override { return true; }
+
   PlaceResult place_impl(const PlaceRequest& request) override {
+    const PlacerParams no_params(name(), request.params, {});
     if (!request.expert) {
       throw ConfigError(fmt::format(
           "placer 'expert': graph '{}' has no expert placement; pass one with --placement FILE",

@@ -16,6 +16,8 @@ namespace dplace {
 namespace {
 
 class RlPlacer final : public Placer {
+  bool uses_expert_placement() const override { return true; }  // --param init=expert
+
   PlaceResult place_impl(const PlaceRequest& request) override {
     const auto start = std::chrono::steady_clock::now();
     const rl::RlOptions options = rl::rl_options_from_params(request.params);

@@ -295,6 +295,7 @@ class AnnealPlacer final : public Placer {
   // Moves that would need a missing link are rejected (anneal_search); starts that need one are
   // not used.
   bool handles_missing_links() const override { return true; }
+  bool uses_expert_placement() const override { return true; }  // a start (--param start)
 
   PlaceResult place_impl(const PlaceRequest& request) override {
     const PlacerParams params(
