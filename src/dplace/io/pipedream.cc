@@ -71,6 +71,7 @@ class ProfileParser {
     int number = 0;
     while (std::getline(in, line)) {
       ++number;
+      if (number == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // UTF-8 BOM
       if (trim(line).empty()) continue;
       if (line[0] == '\t' || line[0] == ' ') {
         parse_edge(trim(line), number);

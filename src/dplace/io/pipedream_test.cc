@@ -196,6 +196,12 @@ TEST(LoadGraphTest, DetectsEachFormatFromContent) {
   const LoadedGraph pipedream = load_graph_file(temp_file("profile.dat", kChain), inference());
   EXPECT_EQ(pipedream.format, "pipedream");
   EXPECT_EQ(pipedream.graph.num_ops(), 3u);
+  // A byte-order mark is skipped by the detection and by the reader, which used to keep it in
+  // the first node's name.
+  const LoadedGraph with_bom =
+      load_graph_file(temp_file("bom.txt", "\xEF\xBB\xBF" + std::string(kChain)), inference());
+  EXPECT_EQ(with_bom.graph.num_ops(), 3u);
+  EXPECT_TRUE(with_bom.graph.find_op("node1").has_value());
 
   const LoadedGraph graph = load_graph_file(kData + "/io/tiny_graph.json", {});
   EXPECT_EQ(graph.format, "dplace.graph/1");
