@@ -125,7 +125,9 @@ int64_t as_bytes(const Json& value, std::string_view field, const JsonContext& c
   const double x = nonnegative_value(value, field, ctx);
   if (x > 9.0e18) ctx.fail(field, fmt::format("byte count {} is too large", x));
   if (value.is_number_integer()) return value.get<int64_t>();
-  return static_cast<int64_t>(std::llround(x));
+  // 12e9 is a byte count written as a float; 1.5 is not a byte count.
+  if (x != std::floor(x)) ctx.fail(field, fmt::format("byte count {} is not a whole number", x));
+  return static_cast<int64_t>(x);
 }
 
 int64_t get_bytes(const Json& obj, std::string_view field, const JsonContext& ctx) {

@@ -46,6 +46,15 @@ TEST(JsonTest, BytesAcceptFloatNotation) {
   EXPECT_EQ(get_bytes_or(obj, "absent", {"c.json", ""}, 5), 5);
 }
 
+TEST(JsonTest, FractionalBytesAreRejected) {
+  // They used to be rounded silently.
+  const Json obj = Json::parse(R"({"output_bytes": 1.5})");
+  EXPECT_EQ(message_of([&] {
+              get_bytes(obj, "output_bytes", {"g.json", "op 'x'"});
+            }),
+            "g.json: op 'x': field 'output_bytes': byte count 1.5 is not a whole number");
+}
+
 TEST(JsonTest, TruncatedTextIsReportedOnOneLine) {
   const std::string m = message_of([] { parse_json_text(R"({"ops": [)", "t.json"); });
   EXPECT_EQ(m.rfind("t.json: truncated JSON at byte", 0), 0u) << m;
