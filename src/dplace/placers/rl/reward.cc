@@ -47,22 +47,36 @@ class SimulatorRewardSource final : public RewardSource {
 // What a finished (or killed) command left.
 struct CommandRun {
   std::string output;  // its standard output
+  std::string errors;  // the end of its standard error (at most kErrorBytesKept bytes)
   int status = -1;     // waitpid's status
   bool timed_out = false;
 };
 
-// Runs `command` with /bin/sh -c in a process group of its own, collecting its standard output,
-// and kills the group (SIGKILL) at `deadline`. Throws ConfigError when it cannot be started.
+// A measuring program may log freely on stderr; only the end is kept, for the error message.
+constexpr size_t kErrorBytesKept = 4096;
+
+// Runs `command` with /bin/sh -c in a process group of its own, collecting its standard output
+// and standard error, and kills the group (SIGKILL) at `deadline`. Throws ConfigError when it
+// cannot be started.
 CommandRun run_command(const std::string& command, std::chrono::steady_clock::time_point deadline,
                        const std::string& described) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
+  int out_fds[2];
+  int err_fds[2];
+  if (pipe2(out_fds, O_CLOEXEC) != 0) {
     throw ConfigError(
         fmt::format("measure-cmd '{}': cannot create a pipe: {}", described, std::strerror(errno)));
   }
+  if (pipe2(err_fds, O_CLOEXEC) != 0) {
+    const int error = errno;
+    close(out_fds[0]);
+    close(out_fds[1]);
+    throw ConfigError(
+        fmt::format("measure-cmd '{}': cannot create a pipe: {}", described, std::strerror(error)));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_fds[1], STDERR_FILENO);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
@@ -73,15 +87,20 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
       posix_spawn(&pid, "/bin/sh", &actions, &attributes, const_cast<char* const*>(argv), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  close(fds[1]);
+  close(out_fds[1]);
+  close(err_fds[1]);
   if (spawned != 0) {
-    close(fds[0]);
+    close(out_fds[0]);
+    close(err_fds[0]);
     throw ConfigError(
         fmt::format("measure-cmd '{}': cannot start: {}", described, std::strerror(spawned)));
   }
   CommandRun run;
+  pollfd streams[2] = {{.fd = out_fds[0], .events = POLLIN, .revents = 0},
+                       {.fd = err_fds[0], .events = POLLIN, .revents = 0}};
   char buffer[4096];
-  for (;;) {
+  // Until both streams are closed (a negative fd is ignored by poll) or the deadline passes.
+  while (streams[0].fd >= 0 || streams[1].fd >= 0) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       kill(-pid, SIGKILL);
@@ -89,18 +108,27 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
       break;
     }
     const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    pollfd p{.fd = fds[0], .events = POLLIN, .revents = 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms.count() + 1, 60000)));
+    const int ready =
+        poll(streams, 2, static_cast<int>(std::min<int64_t>(left_ms.count() + 1, 60000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    const ssize_t n = read(fds[0], buffer, sizeof buffer);
-    if (n > 0) {
-      run.output.append(buffer, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;  // end of output (the command may still be running: waitpid below)
+    for (int i = 0; i < 2; ++i) {
+      if (streams[i].fd < 0 || streams[i].revents == 0) continue;
+      const ssize_t n = read(streams[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        std::string& text = i == 0 ? run.output : run.errors;
+        text.append(buffer, static_cast<size_t>(n));
+        if (i == 1 && text.size() > 2 * kErrorBytesKept)
+          text.erase(0, text.size() - kErrorBytesKept);
+      } else if (n == 0 || errno != EINTR) {
+        close(streams[i].fd);  // end of this stream (the command may still be running)
+        streams[i].fd = -1;
+      }
     }
   }
-  close(fds[0]);
+  for (const pollfd& stream : streams) {
+    if (stream.fd >= 0) close(stream.fd);
+  }
   // Output closed before the deadline: wait for the exit, still bounded by the deadline.
   while (!run.timed_out) {
     const pid_t done = waitpid(pid, &run.status, WNOHANG);
@@ -122,6 +150,19 @@ std::string trim(std::string s) {
   size_t start = 0;
   while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
   return s.substr(start);
+}
+
+// The last line of `text` with anything in it, trimmed ("" when there is none).
+std::string last_line(const std::string& text) {
+  size_t end = text.size();
+  while (end > 0) {
+    const size_t start = text.rfind('\n', end - 1);
+    const size_t from = start == std::string::npos ? 0 : start + 1;
+    std::string line = trim(text.substr(from, end - from));
+    if (!line.empty() || start == std::string::npos) return line;
+    end = start;
+  }
+  return "";
 }
 
 class CommandRewardSource final : public RewardSource {
@@ -183,20 +224,12 @@ class CommandRewardSource final : public RewardSource {
     const std::string& output = ran.output;
     const int status = ran.status;
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      throw ConfigError(fmt::format("measure-cmd '{}': exited with status {} (output: '{}')",
-                                    command_, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                                    trim(output)));
+      throw ConfigError(fmt::format(
+          "measure-cmd '{}': exited with status {} (output: '{}'; last line on stderr: '{}')",
+          command_, WIFEXITED(status) ? WEXITSTATUS(status) : -1, trim(output),
+          last_line(ran.errors)));
     }
-    // The last non-empty line.
-    std::string line;
-    size_t end = output.size();
-    while (end > 0) {
-      const size_t start = output.rfind('\n', end - 1);
-      const size_t from = start == std::string::npos ? 0 : start + 1;
-      line = trim(output.substr(from, end - from));
-      if (!line.empty() || start == std::string::npos) break;
-      end = start;
-    }
+    const std::string line = last_line(output);
     std::string lower = line;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower.rfind("oom", 0) == 0) return {.step_time_s = 0, .feasible = false};

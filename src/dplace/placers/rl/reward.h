@@ -7,8 +7,9 @@
 //    it writes a dplace.placement/1 JSON file, replaces every "{placement}" in the command with
 //    its path, runs the command with /bin/sh -c and reads its standard output: the last
 //    non-empty line is either a step time in seconds, or a line starting with "oom"
-//    (case-insensitive) for a placement that ran out of memory. A non-zero exit status or any
-//    other output is an error (ConfigError naming the command and the output). A command still
+//    (case-insensitive) for a placement that ran out of memory. Its standard error is captured,
+//    not shown. A non-zero exit status or any other output is an error (ConfigError naming the
+//    command, the output and the last line on standard error). A command still
 //    running at its time limit (MeasureLimits) is killed with its whole process group and its
 //    placement reported as timed out.
 //

@@ -685,6 +685,18 @@ TEST(RewardTest, CommandFailuresAreConfigErrors) {
                                              p->graph, p->cluster, pool);
     EXPECT_THROW(source->evaluate(one, outcomes), ConfigError) << flag;
   }
+  // The command's stderr is captured, and its last line named in the error.
+  auto failing = make_command_reward_source(script("fake_measure.py") + " {placement} --fail",
+                                            p->graph, p->cluster, pool);
+  try {
+    failing->evaluate(one, outcomes);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("exited with status 3 (output: ''; last line on "
+                                         "stderr: 'simulated crash')"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(make_command_reward_source("true", p->graph, p->cluster, pool), ConfigError);
 }
 
