@@ -147,6 +147,15 @@ TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {
                         "--latency-method applies to --objective latency only");
 }
 
+TEST(CliTest, JsonOutputStaysJsonWhenMetisComplains) {
+  // Three ops on five devices: METIS prints "***You are trying to partition a graph into too
+  // many parts!" on stdout, which used to land in front of the JSON object.
+  const RunResult r =
+      run("place " + data("io/tiny_graph.json") + " --cluster paper-k80x4 --placer metis --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NO_THROW(Json::parse(r.out)) << r.out;
+}
+
 TEST(CliTest, ControlCharactersInAnErrorAreEscaped) {
   // A damaged file can put any byte in a name that the error then quotes.
   const fs::path p = temp_dir() / "control_char.json";

@@ -1,7 +1,10 @@
 // metis: METIS k-way partitioning (Karypis and Kumar, SIAM J. Sci. Comput. 1998) of the group
 // graph.
+#include <fcntl.h>
 #include <metis.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <numeric>
 
 #include "dplace/core/error.h"
@@ -13,6 +16,34 @@ namespace dplace {
 namespace {
 
 static_assert(sizeof(idx_t) == sizeof(int32_t), "dplace expects METIS built with 32-bit idx_t");
+
+// METIS prints its complaints ("***Cannot bisect a graph with 0 vertices!", when a target's share
+// is smaller than any group or there are more targets than groups) on standard output and still
+// returns a partition, which would corrupt `--json` output. While one of these lives, file
+// descriptor 1 points at /dev/null. Placers run one at a time, and dplace's own output is
+// written after they return.
+class StdoutSilenced {
+ public:
+  StdoutSilenced() {
+    std::fflush(stdout);
+    saved_ = dup(STDOUT_FILENO);
+    const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved_ >= 0 && null_fd >= 0) dup2(null_fd, STDOUT_FILENO);
+    if (null_fd >= 0) close(null_fd);
+  }
+  ~StdoutSilenced() {
+    std::fflush(stdout);
+    if (saved_ >= 0) {
+      dup2(saved_, STDOUT_FILENO);
+      close(saved_);
+    }
+  }
+  StdoutSilenced(const StdoutSilenced&) = delete;
+  StdoutSilenced& operator=(const StdoutSilenced&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 
 class MetisPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
@@ -44,6 +75,7 @@ class MetisPlacer final : public Placer {
         problem.adjncy.push_back(0);
         problem.adjwgt.push_back(0);
       }
+      const StdoutSilenced quiet;
       const int status = METIS_PartGraphKway(
           &nvtxs, &ncon, problem.xadj.data(), problem.adjncy.data(), problem.vwgt.data(), nullptr,
           problem.adjwgt.data(), &nparts, tpwgts.data(), &ubvec, options, &objval, part.data());

@@ -76,11 +76,10 @@ std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupG
   std::vector<int64_t> load(problem.targets.size(), 0);
   std::vector<size_t> misplaced;
   for (size_t v = 0; v < part.size(); ++v) {
-    DPLACE_CHECK(part[v] >= 0 && size_t(part[v]) < problem.targets.size())
-        << "partitioner returned part " << part[v];
     const GroupId g = problem.vertex_group[v];
-    const DeviceId d = problem.targets[part[v]];
-    if (groups.allows(g, d)) {
+    const bool mapped = part[v] >= 0 && size_t(part[v]) < problem.targets.size();
+    if (mapped && groups.allows(g, problem.targets[part[v]])) {
+      const DeviceId d = problem.targets[part[v]];
       out[g.value()] = d;
       load[part[v]] += problem.vwgt[v];
     } else {

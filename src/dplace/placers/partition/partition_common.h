@@ -39,8 +39,10 @@ struct PartitionProblem {
 PartitionProblem build_partition_problem(const GroupGraph& groups, const CostTable& costs,
                                          std::vector<DeviceId> targets);
 
-// Applies part[v] (a target index per vertex). A group on a target it does not allow goes to the
-// allowed target with the least vertex weight so far, or to its fastest allowed device.
+// Applies part[v] (a target index per vertex). A group on a target it does not allow, or that the
+// partitioner left unmapped (a part outside [0, targets): libscotch does this for some fixed-vertex
+// mappings onto targets of unequal weight), goes to the allowed target with the least vertex
+// weight so far, or to its fastest allowed device.
 std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupGraph& groups,
                                    const CostTable& costs, std::span<const int32_t> part);
 

@@ -101,6 +101,47 @@ TEST_P(PartitionerDeterminismTest, SameSeedSamePlacementOnALargerGraph) {
 INSTANTIATE_TEST_SUITE_P(Partitioners, PartitionerDeterminismTest,
                          ::testing::Values("scotch", "mincut", "metis"));
 
+// An op pinned to the slower of three GPUs: libscotch leaves the fixed vertex unmapped (part -1)
+// when the targets' weights differ, which used to abort the run.
+std::unique_ptr<PlacerCase> pinned_to_slow_gpu_case() {
+  GraphBuilder b("pinned", "test");
+  Op a;
+  a.name = "a";
+  a.type = "MatMul";
+  a.flops = 1e9;
+  a.output_bytes = {1000};
+  const OpId a_id = b.add_op(std::move(a));
+  Op pinned;
+  pinned.name = "b";
+  pinned.type = "MatMul";
+  pinned.flops = 1e9;
+  pinned.output_bytes = {1000};
+  pinned.inputs = {{a_id, 0}};
+  pinned.devices = {"/gpu:1"};
+  b.add_op(std::move(pinned));
+  ClusterSpec spec;
+  spec.name = "three-gpus";
+  spec.source = "test";
+  for (int d = 0; d < 3; ++d) {
+    Device dev;
+    dev.name = "/gpu:" + std::to_string(d);
+    dev.kind = DeviceKind::kGpu;
+    dev.peak_flops = d == 1 ? 1e13 : 2e13;
+    dev.mem_bandwidth_bytes_per_s = 5e11;
+    dev.memory_bytes = int64_t(16e9);
+    spec.devices.push_back(dev);
+  }
+  spec.default_link = Link{.bandwidth_bytes_per_s = 1e10, .latency_s = 1e-5};
+  return std::make_unique<PlacerCase>(std::move(b).build(), Cluster(std::move(spec), "test"), 0.0);
+}
+
+TEST_P(PartitionerDeterminismTest, KeepsAnOpPinnedToTheSlowerDevice) {
+  auto c = pinned_to_slow_gpu_case();
+  const PlacerRun run = run_placer(*c, GetParam());
+  EXPECT_EQ(run.result.placement[c->op("b")], c->device("/gpu:1"));
+  EXPECT_TRUE(run.sim.feasible);
+}
+
 TEST(ScotchPlacerTest, PutsTheCpuOnlyOpOnTheCpuAndBalancesTheRestBySpeed) {
   auto c = cpu_only_case();
   const PlacerRun run = run_placer(*c, "scotch");
