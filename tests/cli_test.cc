@@ -147,6 +147,27 @@ TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {
                         "--latency-method applies to --objective latency only");
 }
 
+TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {
+  // It used to reach the expert placer (and anneal's start) unchecked and abort the run.
+  const fs::path graph = temp_dir() / "colocated.json";
+  std::ofstream(graph) << R"({"format": "dplace.graph/1", "name": "col", "ops": [
+      {"name": "a", "type": "MatMul", "flops": 1e9, "output_bytes": 1000, "colocate": "g"},
+      {"name": "b", "type": "MatMul", "inputs": ["a"], "flops": 1e9, "output_bytes": 1000,
+       "colocate": "g"}]})";
+  const fs::path split = temp_dir() / "split_group.json";
+  std::ofstream(split) << R"({"format": "dplace.placement/1",
+      "assignment": {"a": "/gpu:0", "b": "/gpu:1"}})";
+  for (const char* placer : {"expert", "anneal"}) {
+    expect_one_line_error(
+        run(std::string("place ") + graph.string() + " --cluster paper-k80x2 --placer " + placer +
+            " --placement " + split.string()),
+        "colocation group 'g' is split over '/gpu:0' and '/gpu:1'");
+  }
+  expect_one_line_error(
+      run("compare " + graph.string() + " --cluster paper-k80x2 --placement " + split.string()),
+      "split_group.json: colocation group 'g'");
+}
+
 TEST(CliTest, JsonOutputStaysJsonWhenMetisComplains) {
   // Three ops on five devices: METIS prints "***You are trying to partition a graph into too
   // many parts!" on stdout, which used to land in front of the JSON object.

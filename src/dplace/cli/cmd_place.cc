@@ -17,6 +17,7 @@
 #include "dplace/core/error.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/placers/placer.h"
+#include "dplace/sim/placement.h"
 
 namespace dplace::cli {
 namespace {
@@ -79,6 +80,14 @@ PlaceRequest make_request(const Session& session, const SearchArgs& args) {
   r.progress = args.progress || isatty(STDERR_FILENO);
   if (!args.expert_path.empty()) {
     r.expert = read_placement_file(args.expert_path, session.graph(), session.cluster());
+    // As `simulate` checks it: an op on a device it may not use, or a colocation group split.
+    // (A link the cluster lacks is left to the placers, which say what they do about it.)
+    const std::string problem =
+        placement_problem(session.graph(), session.cluster(), session.costs(), *r.expert);
+    if (!problem.empty() &&
+        problem != missing_link_problem(session.graph(), session.cluster(), *r.expert)) {
+      throw ConfigError(fmt::format("{}: {}", args.expert_path, problem));
+    }
   } else {
     r.expert = session.expert_placement();
   }
