@@ -41,15 +41,38 @@ namespace {
 
 bool positive_finite(double x) { return std::isfinite(x) && x > 0; }
 
+// Physically meaningful ranges, far wider than any hardware: values outside them (1e-300 bytes/s,
+// 1e100 FLOP/s) only make times overflow to infinity or underflow to zero.
+constexpr double kMinRate = 1;       // FLOP/s or bytes/s
+constexpr double kMaxRate = 1e21;    // a million times today's fastest device or link
+constexpr double kMaxSeconds = 1e3;  // a link latency or per-op overhead
+
+void require_rate(double x, const std::string& origin, const std::string& what, const char* field) {
+  if (!positive_finite(x)) {
+    throw ConfigError(
+        fmt::format("{}: {}: field '{}': must be positive, got {}", origin, what, field, x));
+  }
+  if (x < kMinRate || x > kMaxRate) {
+    throw ConfigError(fmt::format("{}: {}: field '{}': {} is outside the supported range [{}, {}]",
+                                  origin, what, field, x, kMinRate, kMaxRate));
+  }
+}
+
+void require_seconds(double x, const std::string& origin, const std::string& what,
+                     const char* field) {
+  if (!std::isfinite(x) || x < 0) {
+    throw ConfigError(
+        fmt::format("{}: {}: field '{}': must be non-negative, got {}", origin, what, field, x));
+  }
+  if (x > kMaxSeconds) {
+    throw ConfigError(fmt::format("{}: {}: field '{}': {} is outside the supported range [0, {}]",
+                                  origin, what, field, x, kMaxSeconds));
+  }
+}
+
 void check_link(const Link& link, const std::string& origin, const std::string& what) {
-  if (!positive_finite(link.bandwidth_bytes_per_s)) {
-    throw ConfigError(fmt::format("{}: {}: field 'bandwidth_bytes_per_s': must be positive, got {}",
-                                  origin, what, link.bandwidth_bytes_per_s));
-  }
-  if (!std::isfinite(link.latency_s) || link.latency_s < 0) {
-    throw ConfigError(fmt::format("{}: {}: field 'latency_s': must be non-negative, got {}", origin,
-                                  what, link.latency_s));
-  }
+  require_rate(link.bandwidth_bytes_per_s, origin, what, "bandwidth_bytes_per_s");
+  require_seconds(link.latency_s, origin, what, "latency_s");
 }
 
 }  // namespace
@@ -64,19 +87,13 @@ Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(
     if (!names.insert(d.name).second) {
       throw ConfigError(fmt::format("{}: {}: duplicate device name", origin, what));
     }
-    auto require_positive = [&](double x, const char* field) {
-      if (!positive_finite(x)) {
-        throw ConfigError(
-            fmt::format("{}: {}: field '{}': must be positive, got {}", origin, what, field, x));
-      }
-    };
-    require_positive(d.peak_flops, "peak_flops");
-    require_positive(d.mem_bandwidth_bytes_per_s, "mem_bandwidth_bytes_per_s");
-    require_positive(static_cast<double>(d.memory_bytes), "memory_bytes");
-    if (!std::isfinite(d.op_overhead_s) || d.op_overhead_s < 0) {
-      throw ConfigError(fmt::format("{}: {}: field 'op_overhead_s': must be non-negative, got {}",
-                                    origin, what, d.op_overhead_s));
+    require_rate(d.peak_flops, origin, what, "peak_flops");
+    require_rate(d.mem_bandwidth_bytes_per_s, origin, what, "mem_bandwidth_bytes_per_s");
+    if (d.memory_bytes <= 0) {
+      throw ConfigError(fmt::format("{}: {}: field 'memory_bytes': must be positive, got {}",
+                                    origin, what, d.memory_bytes));
     }
+    require_seconds(d.op_overhead_s, origin, what, "op_overhead_s");
     for (const auto& [type, eff] : d.efficiency) {
       if (!(eff > 0 && eff <= 1)) {
         throw ConfigError(fmt::format("{}: {}: field 'efficiency.{}': must be in (0, 1], got {}",

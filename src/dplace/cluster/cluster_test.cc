@@ -168,6 +168,11 @@ TEST(ClusterJsonTest, MalformedFilesGiveOneLineMessages) {
        "default_link: field 'bandwidth_bytes_per_s': must be positive, got -5"},
       {"negative_peak_flops.json",
        "device '/gpu:0': field 'peak_flops': must be positive, got -4000000000000"},
+      {"tiny_bandwidth.json",
+       "device '/gpu:0': field 'mem_bandwidth_bytes_per_s': 1e-300 is outside the supported "
+       "range [1, 1e+21]"},
+      {"huge_latency.json",
+       "default_link: field 'latency_s': 1e+300 is outside the supported range [0, 1000]"},
       {"negative_memory.json",
        "device '/gpu:0': field 'memory_bytes': must be non-negative, got -1"},
       {"bad_kind.json",
