@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -377,11 +378,32 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     for (int i = 0; i < options.init_steps; ++i) policy.update(target, one, 0.0);
   };
 
+  // Names alone let a checkpoint resume on a graph or cluster that was edited under the same name
+  // (its best placement then means something else): the figures the rewards depend on go in too.
+  const auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
   Fingerprint fp;
   fp.add(graph.name());
   fp.add(graph.num_ops());
   fp.add(cluster.name());
   fp.add(cluster.num_devices());
+  for (size_t o = 0; o < graph.num_ops(); ++o) {
+    const OpId op = OpId::from_index(o);
+    for (size_t d = 0; d < cluster.num_devices(); ++d) {
+      fp.add(bits(costs.time_s(op, DeviceId::from_index(d))));
+    }
+    for (int64_t bytes : graph.op(op).output_bytes) fp.add(static_cast<uint64_t>(bytes));
+    fp.add(static_cast<uint64_t>(graph.op(op).param_bytes));
+    fp.add(static_cast<uint64_t>(graph.op(op).temp_bytes));
+  }
+  for (size_t a = 0; a < cluster.num_devices(); ++a) {
+    fp.add(static_cast<uint64_t>(cluster.device(DeviceId::from_index(a)).memory_bytes));
+    for (size_t b = 0; b < cluster.num_devices(); ++b) {
+      const Link* link =
+          a == b ? nullptr : cluster.link(DeviceId::from_index(a), DeviceId::from_index(b));
+      fp.add(link ? bits(link->bandwidth_bytes_per_s) : 0);
+      fp.add(link ? bits(link->latency_s) : 0);
+    }
+  }
   for (const Coarsening& c : levels) {
     for (GroupId g : c.group_of_op) fp.add(g.value());
   }

@@ -234,6 +234,26 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
 
   // A checkpoint of another seed is refused.
   EXPECT_THROW(run(*p, 12, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}}), ConfigError);
+  // So is one of a graph or cluster edited under the same name: names alone used to match.
+  const auto refused = [&](const Problem& changed) {
+    try {
+      run(changed, 11, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}});
+    } catch (const ConfigError& e) {
+      return std::string(e.what()).find("made for another graph, cluster") != std::string::npos;
+    }
+    return false;
+  };
+  const Problem smaller_gpus(two_tower_graph(), toy_cluster(int64_t{1} << 35));
+  EXPECT_TRUE(refused(smaller_gpus));
+  Graph edited = two_tower_graph();
+  GraphBuilder b("two_towers", "test");
+  for (size_t o = 0; o < edited.num_ops(); ++o) {
+    Op op = edited.op(OpId::from_index(o));
+    if (op.name == "B2") op.flops *= 2;
+    b.add_op(std::move(op));
+  }
+  const Problem slower_b2(std::move(b).build(), toy_cluster(int64_t{1} << 36));
+  EXPECT_TRUE(refused(slower_b2));
   std::filesystem::remove(ckpt);
   std::filesystem::remove(curve);
 }
