@@ -168,6 +168,19 @@ TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {
       "split_group.json: colocation group 'g'");
 }
 
+TEST(CliTest, UnwritableOutputIsRefusedBeforeTheSearch) {
+  // The paths are checked first: a search of a whole budget used to end in this error.
+  for (const char* flag : {"-o", "--trace", "--dot"}) {
+    expect_one_line_error(run(std::string("place two_tower --cluster paper-k80x2 --placer anneal "
+                                          "--budget-seconds 600 ") +
+                              flag + " /nonexistent/out.json"),
+                          "/nonexistent/out.json: cannot open file for writing (no directory");
+  }
+  expect_one_line_error(
+      run("compare two_tower --cluster paper-k80x2 --trace " + temp_dir().string()),
+      "cannot open file for writing (it is a directory)");
+}
+
 TEST(CliTest, JsonOutputStaysJsonWhenMetisComplains) {
   // Three ops on five devices: METIS prints "***You are trying to partition a graph into too
   // many parts!" on stdout, which used to land in front of the JSON object.

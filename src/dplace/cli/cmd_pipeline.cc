@@ -32,6 +32,7 @@ struct PipelineArgs {
 };
 
 void run_pipeline(const PipelineArgs& args) {
+  check_output_paths(args.out);
   PipelineOptions options;
   const auto objective = parse_pipeline_objective(args.objective);
   if (!objective) {

@@ -134,6 +134,7 @@ void run_place(const PlaceArgs& args) {
         "--placement {}: placer '{}' does not read a placement (expert, anneal and rl do)",
         args.search.expert_path, args.placer));
   }
+  check_output_paths(args.out);
   Session session(load_workload(args.search.graph), args.search.cluster);
   const PlaceRequest request = make_request(session, args.search);
   const Evaluation e = run_placer(session, request, args.placer);
@@ -161,6 +162,7 @@ struct CompareRow {
 
 void run_compare(const CompareArgs& args) {
   if (args.out.json && args.csv) throw ConfigError("--json and --csv are mutually exclusive");
+  check_output_paths(args.out);
   Session session(load_workload(args.search.graph), args.search.cluster);
   const PlaceRequest request = make_request(session, args.search);
   std::vector<std::string> names = args.placers;

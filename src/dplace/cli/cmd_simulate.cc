@@ -18,6 +18,7 @@ struct SimulateArgs {
 };
 
 void run_simulate(const SimulateArgs& args) {
+  check_output_paths(args.out);
   Session session(load_workload(args.graph), args.cluster);
   Placement placement;
   std::string placer = "file";

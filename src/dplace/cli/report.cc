@@ -1,9 +1,13 @@
 #include "dplace/cli/report.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 
+#include "dplace/core/error.h"
 #include "dplace/io/dot.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/trace.h"
@@ -104,6 +108,27 @@ void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out
   cmd->add_option("--trace", args.trace_path, "write a Chrome trace-event timeline (Perfetto)");
   cmd->add_option("--dot", args.dot_path, "write the placed graph as .dot or .svg (Graphviz)");
   cmd->add_flag("--json", args.json, "print one JSON object on stdout");
+}
+
+void check_output_paths(const OutputArgs& args) {
+  for (const std::string& path : {args.placement_path, args.trace_path, args.dot_path}) {
+    if (path.empty()) continue;
+    const std::filesystem::path p(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      throw ConfigError(fmt::format("{}: cannot open file for writing (it is a directory)", path));
+    }
+    const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+    if (!std::filesystem::is_directory(dir, ec)) {
+      throw ConfigError(
+          fmt::format("{}: cannot open file for writing (no directory '{}')", path, dir.string()));
+    }
+    const bool exists = std::filesystem::exists(p, ec);
+    if (access(exists ? path.c_str() : dir.c_str(), W_OK) != 0) {
+      throw ConfigError(fmt::format("{}: cannot open file for writing ({} is not writable)", path,
+                                    exists ? "the file" : "its directory"));
+    }
+  }
 }
 
 void write_outputs(const Session& session, const Evaluation& e, const OutputArgs& args) {

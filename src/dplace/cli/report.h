@@ -41,6 +41,10 @@ struct OutputArgs {
   bool json = false;           // --json
 };
 void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out);
+// Throws ConfigError "PATH: cannot open file for writing (...)" for an output path that is a
+// directory or whose directory is missing or not writable, so that a long search is not run for
+// a result that cannot be saved. Called before the work; write_outputs still reports later errors.
+void check_output_paths(const OutputArgs& args);
 // Writes -o, --trace (re-simulating with the timeline) and --dot for one evaluation.
 void write_outputs(const Session& session, const Evaluation& e, const OutputArgs& args);
 
