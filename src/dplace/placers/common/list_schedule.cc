@@ -1,10 +1,12 @@
 #include "dplace/placers/common/list_schedule.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
 #include "dplace/core/error.h"
+#include "dplace/placers/common/memory.h"
 
 namespace dplace {
 
@@ -355,11 +357,24 @@ DeviceId ListSchedule::fallback_device(OpId op) const {
 std::string ListSchedule::no_fit_message(OpId op) const {
   const DeviceId best = fallback_device(op);
   const int64_t short_by = bytes_needed(op, best) - limits_[best.value()];
-  return fmt::format(
+  std::string message = fmt::format(
       "op '{}' (group '{}') fits on no allowed device: on {}, the one with the most room, the "
-      "estimate exceeds the {:.2f} GB limit by {:.2f} GB",
+      "estimate exceeds the {} limit by {}",
       graph_.op(op).name, graph_.group_name(graph_.group_of(op)), cluster_.device(best).name,
-      double(limits_[best.value()]) / 1e9, double(short_by) / 1e9);
+      memory_amount(limits_[best.value()]), memory_amount(short_by));
+  // Devices the op may use that this schedule does not offer it (the CPU, for the m-* placers).
+  const std::vector<DeviceId>& offered = candidates_[graph_.group_of(op).value()];
+  std::vector<std::string> left_out;
+  for (DeviceId d : costs_.group_devices(graph_.group_of(op))) {
+    if (std::find(offered.begin(), offered.end(), d) == offered.end()) {
+      left_out.push_back(cluster_.device(d).name);
+    }
+  }
+  if (!left_out.empty()) {
+    message += fmt::format(" (not offered: {}; --param devices=all offers every device)",
+                           fmt::join(left_out, ", "));
+  }
+  return message;
 }
 
 Placement ListSchedule::placement() {

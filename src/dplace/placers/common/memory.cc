@@ -11,8 +11,6 @@
 namespace dplace {
 namespace {
 
-std::string gigabytes(int64_t bytes) { return fmt::format("{:.2f} GB", double(bytes) / 1e9); }
-
 int64_t device_peak(const SimResult& r, DeviceId d) {
   return r.devices.empty() ? 0 : r.devices[d.value()].peak_memory_bytes;
 }
@@ -57,6 +55,15 @@ bool first_fit_decreasing(const GroupGraph& groups, const Cluster& cluster,
 
 }  // namespace
 
+std::string memory_amount(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  const double magnitude = std::abs(b);
+  if (magnitude >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (magnitude >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
+  if (magnitude >= 1e3) return fmt::format("{:.2f} kB", b / 1e3);
+  return fmt::format("{} B", bytes);
+}
+
 std::vector<int64_t> memory_limits(const Cluster& cluster, double fraction) {
   DPLACE_CHECK(fraction > 0);
   std::vector<int64_t> out;
@@ -77,7 +84,7 @@ std::string describe_oom(const Cluster& cluster, const SimResult& result) {
   for (const OomDevice& o : result.oom_devices) {
     out +=
         fmt::format("{}{} needs {} of {}", out.empty() ? "" : ", ", cluster.device(o.device).name,
-                    gigabytes(o.peak_memory_bytes), gigabytes(o.capacity_bytes));
+                    memory_amount(o.peak_memory_bytes), memory_amount(o.capacity_bytes));
   }
   return out;
 }

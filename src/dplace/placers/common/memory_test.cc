@@ -25,6 +25,13 @@ std::vector<DeviceId> by_name(const PlacerCase& c, std::vector<const char*> devi
   return out;
 }
 
+TEST(MemoryAmountTest, UsesTheLargestDecimalUnitReached) {
+  EXPECT_EQ(memory_amount(12'150'000'000), "12.15 GB");
+  EXPECT_EQ(memory_amount(6'000'000), "6.00 MB");
+  EXPECT_EQ(memory_amount(4'200), "4.20 kB");
+  EXPECT_EQ(memory_amount(512), "512 B");
+}
+
 TEST(RepairMemoryTest, KeepsAPlacementThatFits) {
   auto c = memory_tight_case();
   const GroupGraph groups(c->graph(), c->cluster(), c->costs());

@@ -119,6 +119,12 @@ std::unique_ptr<PlacerCase> oversubscribed_case() {
       memory_tight_graph(), make_cluster("one-small-gpu", {gpu("/gpu:0", 10.5 * kGB)}), 4.0);
 }
 
+std::unique_ptr<PlacerCase> oversubscribed_gpu_with_cpu_case() {
+  return std::make_unique<PlacerCase>(
+      memory_tight_graph(),
+      make_cluster("cpu-and-small-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 10.5 * kGB)}), 0.0);
+}
+
 std::unique_ptr<PlacerCase> colocation_case() {
   GraphBuilder b("colocation", "test");
   Op a = timed("a", {}, 3.0, 3.0, 1000);

@@ -55,6 +55,8 @@ std::unique_ptr<PlacerCase> two_chains_case();
 std::unique_ptr<PlacerCase> two_unlinked_chains_case();
 std::unique_ptr<PlacerCase> memory_tight_case();
 std::unique_ptr<PlacerCase> oversubscribed_case();
+// oversubscribed_case's graph and GPU with a 64 GB CPU beside it: everything fits on the CPU.
+std::unique_ptr<PlacerCase> oversubscribed_gpu_with_cpu_case();
 std::unique_ptr<PlacerCase> colocation_case();
 std::unique_ptr<PlacerCase> cpu_only_case();
 

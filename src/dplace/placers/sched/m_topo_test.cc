@@ -25,6 +25,20 @@ TEST(MTopoPlacerTest, MovesOnWhenTheNextOpDoesNotFitAndBackfillsTheRoom) {
   EXPECT_TRUE(run.sim.feasible);
 }
 
+TEST(MTopoPlacerTest, NamesTheCpuItWasNotOfferedWhenTheGpuOverflows) {
+  auto c = oversubscribed_gpu_with_cpu_case();
+  // Baechi's setting offers the accelerators only: B fits on no GPU and the reason says that the
+  // CPU, where everything fits, was left out and how to offer it.
+  const PlacerRun gpus_only = run_placer(*c, "m-topo");
+  EXPECT_FALSE(gpus_only.sim.feasible);
+  EXPECT_NE(gpus_only.result.infeasible_reason.find(
+                "(not offered: /cpu:0; --param devices=all offers every device)"),
+            std::string::npos)
+      << gpus_only.result.infeasible_reason;
+  const PlacerRun all = run_placer(*c, "m-topo", {.params = {{"devices", "all"}}});
+  EXPECT_TRUE(all.sim.feasible) << all.result.infeasible_reason;
+}
+
 TEST(MTopoPlacerTest, BalancesMemoryNotTimeSoTheColocatedPairTakesTheLightOp) {
   auto c = colocation_case();
   // Everything is tiny, so all of it fits in /gpu:0's share: a, b, c on one GPU, 6 s.
