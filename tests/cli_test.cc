@@ -181,6 +181,31 @@ TEST(CliTest, UnwritableOutputIsRefusedBeforeTheSearch) {
       "cannot open file for writing (it is a directory)");
 }
 
+TEST(CliTest, CompareGivesNoSpeedUpToAnOutOfMemoryRow) {
+  // 5 MB of weights per op, GPUs of 6 MB: every op on one GPU is OOM, heft uses the CPU.
+  const fs::path graph = temp_dir() / "memchain.json";
+  std::ofstream(graph) << R"({"format": "dplace.graph/1", "name": "memchain", "ops": [
+      {"name": "m0", "type": "MatMul", "flops": 1e9, "output_bytes": 1e5, "param_bytes": 5e6},
+      {"name": "m1", "type": "MatMul", "inputs": ["m0"], "flops": 1e9, "output_bytes": 1e5,
+       "param_bytes": 5e6}]})";
+  const fs::path cluster = temp_dir() / "tight.json";
+  std::ofstream(cluster) << R"({"format": "dplace.cluster/1", "name": "tight", "devices": [
+      {"name": "/cpu:0", "kind": "cpu", "peak_flops": 1e12, "mem_bandwidth_bytes_per_s": 5e10,
+       "memory_bytes": 1e11},
+      {"name": "/gpu:0", "kind": "gpu", "peak_flops": 1e13, "mem_bandwidth_bytes_per_s": 5e11,
+       "memory_bytes": 6e6}],
+      "default_link": {"bandwidth_bytes_per_s": 1e10, "latency_s": 1e-5}})";
+  const RunResult r = run("compare " + graph.string() + " --cluster " + cluster.string() +
+                          " --placers single-gpu,heft --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["best"], "heft");
+  EXPECT_TRUE(j["best_baseline"].is_null());  // the only baseline, single-gpu, is OOM
+  for (const Json& row : j["rows"]) {
+    EXPECT_TRUE(row["speedup_vs_best_baseline"].is_null()) << row["placer"];
+  }
+}
+
 TEST(CliTest, JsonOutputStaysJsonWhenMetisComplains) {
   // Three ops on five devices: METIS prints "***You are trying to partition a graph into too
   // many parts!" on stdout, which used to land in front of the JSON object.

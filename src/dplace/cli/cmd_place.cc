@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "dplace/cli/commands.h"
 #include "dplace/cli/report.h"
@@ -213,6 +214,13 @@ void run_compare(const CompareArgs& args) {
     if (!best || r.evaluation->sim.step_time_s < best->evaluation->sim.step_time_s) best = &r;
   }
 
+  // Speed-up of a feasible row over a reference step time (none for an OOM row or without one).
+  auto speedup = [](double reference_s, const Evaluation& e) -> std::optional<double> {
+    if (reference_s <= 0 || !e.sim.feasible) return std::nullopt;
+    return reference_s / e.sim.step_time_s;
+  };
+  auto json_or_null = [](std::optional<double> x) { return x ? Json(*x) : Json(nullptr); };
+
   const double lb = session.simulator().lower_bound_s();
   if (args.out.json) {
     Json out_rows = Json::array();
@@ -222,19 +230,18 @@ void run_compare(const CompareArgs& args) {
         continue;
       }
       Json j = evaluation_to_json(session, *r.evaluation);
-      j["speedup_vs_best_baseline"] =
-          best_baseline > 0 ? best_baseline / r.evaluation->sim.step_time_s : 0.0;
-      j["speedup_vs_best_single"] =
-          best_single > 0 ? best_single / r.evaluation->sim.step_time_s : 0.0;
+      j["speedup_vs_best_baseline"] = json_or_null(speedup(best_baseline, *r.evaluation));
+      j["speedup_vs_best_single"] = json_or_null(speedup(best_single, *r.evaluation));
       out_rows.push_back(j);
     }
-    fmt::print("{}\n", Json{{"graph", session.graph().name()},
-                            {"cluster", session.cluster().name()},
-                            {"lower_bound_s", lb},
-                            {"best", best ? best->placer : ""},
-                            {"best_baseline", best_baseline_name},
-                            {"rows", out_rows}}
-                           .dump(2));
+    fmt::print("{}\n",
+               Json{{"graph", session.graph().name()},
+                    {"cluster", session.cluster().name()},
+                    {"lower_bound_s", lb},
+                    {"best", best ? Json(best->placer) : Json(nullptr)},
+                    {"best_baseline", best_baseline > 0 ? Json(best_baseline_name) : Json(nullptr)},
+                    {"rows", out_rows}}
+                   .dump(2));
   } else if (args.csv) {
     fmt::print(
         "placer,step_time_s,feasible,speedup_vs_best_baseline,max_peak_memory_bytes,"
@@ -247,9 +254,9 @@ void run_compare(const CompareArgs& args) {
       const Evaluation& e = *r.evaluation;
       int64_t peak = 0;
       for (const DeviceStats& d : e.sim.devices) peak = std::max(peak, d.peak_memory_bytes);
-      fmt::print("{},{:.9g},{},{:.4f},{},{:.4f},{:.4f},{},\n", r.placer, e.sim.step_time_s,
-                 e.sim.feasible ? 1 : 0,
-                 best_baseline > 0 ? best_baseline / e.sim.step_time_s : 0.0, peak,
+      const std::optional<double> up = speedup(best_baseline, e);
+      fmt::print("{},{:.9g},{},{},{},{:.4f},{:.6g},{},\n", r.placer, e.sim.step_time_s,
+                 e.sim.feasible ? 1 : 0, up ? fmt::format("{:.4f}", *up) : "", peak,
                  lb > 0 ? e.sim.step_time_s / lb : 0.0, e.placement_seconds, e.evaluations);
     }
   } else {
@@ -266,12 +273,12 @@ void run_compare(const CompareArgs& args) {
       const Evaluation& e = *r.evaluation;
       int64_t peak = 0;
       for (const DeviceStats& d : e.sim.devices) peak = std::max(peak, d.peak_memory_bytes);
-      fmt::print(
-          "{:<14} {:>12} {:>5} {:>9} {:>12} {:>8.3f} {:>10} {:>7}\n", r.placer,
-          format_seconds(e.sim.step_time_s), e.sim.feasible ? "" : "OOM",
-          best_baseline > 0 ? fmt::format("{:.2f}x", best_baseline / e.sim.step_time_s) : "-",
-          format_bytes(double(peak)), lb > 0 ? e.sim.step_time_s / lb : 0.0,
-          format_seconds(e.placement_seconds), e.evaluations);
+      const std::optional<double> up = speedup(best_baseline, e);
+      fmt::print("{:<14} {:>12} {:>5} {:>9} {:>12} {:>8.3f} {:>10} {:>7}\n", r.placer,
+                 format_seconds(e.sim.step_time_s), e.sim.feasible ? "" : "OOM",
+                 up ? fmt::format("{:.2f}x", *up) : "-", format_bytes(double(peak)),
+                 lb > 0 ? e.sim.step_time_s / lb : 0.0, format_seconds(e.placement_seconds),
+                 e.evaluations);
     }
     if (best_baseline > 0) {
       fmt::print(
@@ -281,7 +288,12 @@ void run_compare(const CompareArgs& args) {
     }
     if (best) fmt::print("best: {}\n", best->placer);
   }
-  if (best) write_outputs(session, *best->evaluation, args.out);
+  if (best) {
+    write_outputs(session, *best->evaluation, args.out);
+  } else if (!args.out.placement_path.empty() || !args.out.trace_path.empty() ||
+             !args.out.dot_path.empty()) {
+    fmt::print(stderr, "dplace: warning: no placer found a placement that fits; nothing written\n");
+  }
 }
 
 }  // namespace
