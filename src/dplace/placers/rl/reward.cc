@@ -235,8 +235,9 @@ class CommandRewardSource final : public RewardSource {
     if (lower.rfind("oom", 0) == 0) return {.step_time_s = 0, .feasible = false};
     char* parse_end = nullptr;
     const double seconds = std::strtod(line.c_str(), &parse_end);
-    if (line.empty() || parse_end != line.c_str() + line.size() || !std::isfinite(seconds) ||
-        seconds <= 0) {
+    // Decimal notation only: strtod would also take "0x10" or "inf".
+    if (line.empty() || line.find_first_not_of("0123456789.eE+-") != std::string::npos ||
+        parse_end != line.c_str() + line.size() || !std::isfinite(seconds) || seconds <= 0) {
       throw ConfigError(fmt::format(
           "measure-cmd '{}': expected a step time in seconds or 'oom' as the last line of its "
           "output, got '{}'",

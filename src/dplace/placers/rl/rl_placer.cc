@@ -768,6 +768,15 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     run.result.note += fmt::format("; {} measurements killed at their time limit (charged as OOM)",
                                    run.measure_timeouts);
   }
+  if (!options.measure_cmd.empty()) {
+    // The step time printed with the result is the simulator's; say what was measured.
+    run.result.note +=
+        state.best_step_time_s < oom_time_s
+            ? fmt::format("; best measured step time {}", format_time(state.best_step_time_s))
+            : std::string(
+                  "; no measured placement fit (every measurement was OOM "
+                  "or killed): the placement returned is not known to run");
+  }
   if (!warm_start.empty()) {
     run.result.note += fmt::format("; warm start (expert on the groups) {}",
                                    format_time(run.warm_start_step_time_s));

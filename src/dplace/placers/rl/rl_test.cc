@@ -546,6 +546,8 @@ TEST(RlPlacerTest, MeasureCommandProvidesTheReward) {
   for (size_t i = 0; i < p->graph.num_ops(); ++i) {
     EXPECT_EQ(r.result.placement.device_of_op[i], DeviceId(1));
   }
+  // The result's step time is the simulator's; the note says what was measured.
+  EXPECT_NE(r.result.note.find("best measured step time 1 ms"), std::string::npos) << r.result.note;
   // Identical samples of a batch are measured once: as the policy converges its batches repeat
   // placements, so fewer than the 96 samples are measured, and at least one per batch of 8. The
   // greedy decoding at the end is measured too.
@@ -718,6 +720,9 @@ TEST(RewardTest, CommandFailuresAreConfigErrors) {
         << e.what();
   }
   EXPECT_THROW(make_command_reward_source("true", p->graph, p->cluster, pool), ConfigError);
+  // Decimal step times only: strtod alone took "0x10" as 16 s.
+  auto hex = make_command_reward_source("echo 0x10 # {placement}", p->graph, p->cluster, pool);
+  EXPECT_THROW(hex->evaluate(one, outcomes), ConfigError);
 }
 
 // A measurement that hangs is killed at its time limit (or at the budget's deadline) and reported
