@@ -215,6 +215,15 @@ TEST(CliTest, JsonOutputStaysJsonWhenMetisComplains) {
   EXPECT_NO_THROW(Json::parse(r.out)) << r.out;
 }
 
+TEST(CliTest, SeedMustBeAWholeNumberInRange) {
+  // CLI11 read "0x10" as 0 and wrapped -1 and 2^64 without complaint.
+  for (const char* seed : {"0x10", "-1", "18446744073709551616", "1.5"}) {
+    expect_one_line_error(
+        run(std::string("place two_tower --cluster paper-k80x2 --placer anneal --seed ") + seed),
+        std::string("--seed '") + seed + "'");
+  }
+}
+
 TEST(CliTest, ControlCharactersInAnErrorAreEscaped) {
   // A damaged file can put any byte in a name that the error then quotes.
   const fs::path p = temp_dir() / "control_char.json";

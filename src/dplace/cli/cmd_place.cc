@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -38,7 +39,20 @@ struct SearchArgs {
 void add_search_options(CLI::App* cmd, SearchArgs& args) {
   add_graph_options(cmd, args.graph);
   cmd->add_option("--cluster", args.cluster, "preset name or cluster JSON file");
-  cmd->add_option("--seed", args.seed, "seed of randomised placers (default 1)");
+  // Parsed here: CLI11 read "0x10" as 0 and took -1 or 2^64 without complaint.
+  cmd->add_option_function<std::string>(
+         "--seed",
+         [&args](const std::string& text) {
+           uint64_t value = 0;
+           const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+           if (ec != std::errc() || end != text.data() + text.size()) {
+             throw ConfigError(fmt::format(
+                 "--seed '{}': expected a whole number in [0, 18446744073709551615]", text));
+           }
+           args.seed = value;
+         },
+         "seed of randomised placers (default 1)")
+      ->type_name("UINT");
   cmd->add_option("--budget-seconds", args.budget_seconds,
                   "wall-clock budget of search placers (default 60)");
   cmd->add_flag("--progress", args.progress, "progress lines on stderr even when not a terminal");

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -247,6 +248,10 @@ void write_checkpoint_file(const std::string& path, torch::serialize::OutputArch
 
 // Checks the header and the hash, then parses the payload into `root`.
 void read_checkpoint_file(const std::string& path, torch::serialize::InputArchive& root) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(fmt::format("checkpoint '{}': is a directory, not a file", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("checkpoint '{}': cannot open file", path));
   std::string header;

@@ -289,6 +289,16 @@ TEST(RlPlacerTest, DamagedCheckpointIsAConfigError) {
   rejects(good.substr(0, good.size() - 100), "bytes of payload, the header says");
   rejects("PK\x03\x04 an archive without dplace's header", "not a dplace rl checkpoint");
   rejects("", "not a dplace rl checkpoint");
+  // A directory where the file should be.
+  const std::string dir = temp_path("rl-ckpt-dir");
+  std::filesystem::create_directories(dir);
+  try {
+    run(*p, 11, {{"samples", "8"}, {"batch", "8"}, {"checkpoint", dir}});
+    ADD_FAILURE() << "a directory was read as a checkpoint";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir);
   std::filesystem::remove(ckpt);
 }
 
