@@ -50,6 +50,17 @@ TEST_P(ScotchFamilyTest, IsDeterministic) {
 
 INSTANTIATE_TEST_SUITE_P(ScotchAndMincut, ScotchFamilyTest, ::testing::Values("scotch", "mincut"));
 
+// A 16 GB device of the given speed.
+Device device(std::string name, DeviceKind kind, double peak_flops, double bandwidth) {
+  Device d;
+  d.name = std::move(name);
+  d.kind = kind;
+  d.peak_flops = peak_flops;
+  d.mem_bandwidth_bytes_per_s = bandwidth;
+  d.memory_bytes = int64_t(16e9);
+  return d;
+}
+
 // A 200-op layered graph on CPU + 4 GPUs: big enough for libscotch's multilevel and threaded code
 // paths, where an unseeded or multi-threaded run would vary.
 std::unique_ptr<PlacerCase> layered_case() {
@@ -73,13 +84,9 @@ std::unique_ptr<PlacerCase> layered_case() {
   spec.name = "cpu-4gpu";
   spec.source = "test";
   for (int d = 0; d < 5; ++d) {
-    Device dev;
-    dev.name = d == 0 ? "/cpu:0" : "/gpu:" + std::to_string(d - 1);
-    dev.kind = d == 0 ? DeviceKind::kCpu : DeviceKind::kGpu;
-    dev.peak_flops = d == 0 ? 1e12 : 5e12;
-    dev.mem_bandwidth_bytes_per_s = 1e11;
-    dev.memory_bytes = int64_t(16e9);
-    spec.devices.push_back(dev);
+    spec.devices.push_back(
+        d == 0 ? device("/cpu:0", DeviceKind::kCpu, 1e12, 1e11)
+               : device("/gpu:" + std::to_string(d - 1), DeviceKind::kGpu, 5e12, 1e11));
   }
   spec.default_link = Link{.bandwidth_bytes_per_s = 1e10, .latency_s = 1e-5};
   return std::make_unique<PlacerCase>(std::move(b).build(), Cluster(std::move(spec), "test"), 0.0);
@@ -123,13 +130,8 @@ std::unique_ptr<PlacerCase> pinned_to_slow_gpu_case() {
   spec.name = "three-gpus";
   spec.source = "test";
   for (int d = 0; d < 3; ++d) {
-    Device dev;
-    dev.name = "/gpu:" + std::to_string(d);
-    dev.kind = DeviceKind::kGpu;
-    dev.peak_flops = d == 1 ? 1e13 : 2e13;
-    dev.mem_bandwidth_bytes_per_s = 5e11;
-    dev.memory_bytes = int64_t(16e9);
-    spec.devices.push_back(dev);
+    spec.devices.push_back(
+        device("/gpu:" + std::to_string(d), DeviceKind::kGpu, d == 1 ? 1e13 : 2e13, 5e11));
   }
   spec.default_link = Link{.bandwidth_bytes_per_s = 1e10, .latency_s = 1e-5};
   return std::make_unique<PlacerCase>(std::move(b).build(), Cluster(std::move(spec), "test"), 0.0);
