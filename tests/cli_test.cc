@@ -130,6 +130,20 @@ TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {
                         "placer 'single:/gpu:1': unknown --param 'groups'");
   expect_one_line_error(run("place rnnlm --cluster paper-k80x2 --placer expert --samples 4"),
                         "placer 'expert': unknown --param 'samples'");
+  // A scoped key goes to its placer only, so compare can pass rl's options alongside others.
+  const RunResult scoped =
+      run("compare two_tower --cluster paper-k80x2 --placers single-gpu,anneal --json "
+          "--param anneal.evaluations=50");
+  ASSERT_EQ(scoped.exit_code, 0) << scoped.err;
+  for (const Json& row : Json::parse(scoped.out)["rows"]) {
+    EXPECT_FALSE(row.contains("error")) << row.dump();
+    if (row["placer"] == "anneal") {
+      EXPECT_LE(row["evaluations"].get<int64_t>(), 60);
+    }
+  }
+  expect_one_line_error(
+      run("compare two_tower --cluster paper-k80x2 --placers heft --param rl.samples=64"),
+      "--param rl.samples=64: 'rl' is not a placer of this run");
   // --placement is read by expert, anneal and rl only.
   const fs::path p = temp_dir() / "expert_rnnlm.json";
   ASSERT_EQ(

@@ -122,9 +122,40 @@ PlaceRequest make_request(const Session& session, const SearchArgs& args) {
   return r;
 }
 
-Evaluation run_placer(const Session& session, const PlaceRequest& request,
-                      const std::string& name) {
+// Placer-scoped keys: "--param PLACER.KEY=V" goes to that placer only, as KEY=V; plain keys go
+// to every placer. Throws ConfigError for a scope that names none of `placers`.
+void check_param_scopes(const std::map<std::string, std::string>& params,
+                        const std::vector<std::string>& placers) {
+  for (const auto& [key, value] : params) {
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos) continue;
+    const std::string scope = key.substr(0, dot);
+    if (std::find(placers.begin(), placers.end(), scope) == placers.end()) {
+      throw ConfigError(
+          fmt::format("--param {}={}: '{}' is not a placer of this run", key, value, scope));
+    }
+  }
+}
+
+// The keys placer `name` receives (see check_param_scopes).
+std::map<std::string, std::string> params_for(const std::map<std::string, std::string>& params,
+                                              const std::string& name) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : params) {
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos) {
+      out.emplace(key, value);
+    } else if (key.substr(0, dot) == name) {
+      out[key.substr(dot + 1)] = value;  // a scoped key wins over the plain one
+    }
+  }
+  return out;
+}
+
+Evaluation run_placer(const Session& session, const PlaceRequest& shared, const std::string& name) {
   std::unique_ptr<Placer> placer = make_placer(name);
+  PlaceRequest request = shared;
+  request.params = params_for(shared.params, name);
   const auto start = std::chrono::steady_clock::now();
   PlaceResult result = placer->place(request);
   const double seconds =
@@ -152,6 +183,7 @@ void run_place(const PlaceArgs& args) {
   check_output_paths(args.out);
   Session session(load_workload(args.search.graph), args.search.cluster);
   const PlaceRequest request = make_request(session, args.search);
+  check_param_scopes(request.params, {args.placer});
   const Evaluation e = run_placer(session, request, args.placer);
   if (args.out.json) {
     fmt::print("{}\n", evaluation_to_json(session, e).dump(2));
@@ -190,6 +222,7 @@ void run_compare(const CompareArgs& args) {
   for (const std::string& name : names) {
     make_placer(name);  // unknown names are an input error before any work starts
   }
+  check_param_scopes(request.params, names);
   for (const std::string& name : names) {
     CompareRow row;
     row.placer = name;
