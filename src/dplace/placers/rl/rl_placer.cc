@@ -761,9 +761,13 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       G_finest, level_list, state.samples - samples_at_start, sps, run.evaluations,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      100 * run.decoder_rows_fraction, state.updates, state.refinements, state.restarts,
-      run.resumed ? " (resumed from checkpoint)" : "", run.colocation_groups,
-      run.after_sole_consumer);
+      100 * run.decoder_rows_fraction, state.updates - updates_at_start, state.refinements,
+      state.restarts,
+      run.resumed ? fmt::format(" (samples and updates of this run; resumed from a checkpoint at "
+                                "{} samples, {} updates)",
+                                samples_at_start, updates_at_start)
+                  : std::string(),
+      run.colocation_groups, run.after_sole_consumer);
   if (run.measure_timeouts > 0) {
     run.result.note += fmt::format("; {} measurements killed at their time limit (charged as OOM)",
                                    run.measure_timeouts);
