@@ -5,7 +5,8 @@
 //
 // Big graphs are collapsed so that the picture stays readable and Graphviz stays fast (at most
 // `max_nodes` nodes; pictures of more than 150 nodes also cap dot's layout passes):
-//  1. num_ops <= max_nodes: one node per op.
+//  1. num_ops <= max_nodes: one node per op, unless there are more than 150 ops and some of them
+//     share a colocation group;
 //  2. else, if num_groups <= max_nodes: one node per colocation group ("name (N ops)").
 //  3. else one node per (name scope, device): the scope is the op name up to its d-th '/', with the
 //     largest d that gives at most max_nodes nodes (d = 0 puts all ops of a device in one node).

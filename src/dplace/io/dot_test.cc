@@ -139,6 +139,24 @@ TEST(DotTest, LargeGraphsCollapseToColocationGroups) {
   EXPECT_EQ(count(dot, " -> n"), 3u) << dot;
 }
 
+// A chain of 200 ops in 100 colocated pairs (a training graph's shape, at the size where dot got
+// slow op by op) is drawn as its groups even though 200 ops fit in max_nodes; a chain of 200
+// uncolocated ops is still drawn op by op.
+TEST(DotTest, ColocatedGraphsOfMoreThan150OpsAreDrawnAsGroups) {
+  for (const bool colocated : {true, false}) {
+    GraphBuilder b("chain", "inline");
+    OpId prev = b.add_op({.name = "op0", .output_bytes = {100}, .colocate = colocated ? "g0" : ""});
+    for (int i = 1; i < 200; ++i) {
+      prev = b.add_op({.name = "op" + std::to_string(i),
+                       .inputs = {{prev, 0}},
+                       .output_bytes = {100},
+                       .colocate = colocated ? "g" + std::to_string(i / 2) : ""});
+    }
+    const std::string dot = graph_to_dot(std::move(b).build(), nullptr, nullptr, {});
+    EXPECT_EQ(contains(dot, "200 ops shown as 100 colocation groups"), colocated) << colocated;
+  }
+}
+
 Graph scoped_graph() {
   GraphBuilder b("scoped", "inline");
   OpId prev = b.add_op({.name = "enc/l0/a", .output_bytes = {100}});
