@@ -98,11 +98,8 @@ PlaceRequest make_request(const Session& session, const SearchArgs& args) {
     // As `simulate` checks it: an op on a device it may not use, or a colocation group split.
     // (A link the cluster lacks is left to the placers, which say what they do about it.)
     const std::string problem =
-        placement_problem(session.graph(), session.cluster(), session.costs(), *r.expert);
-    if (!problem.empty() &&
-        problem != missing_link_problem(session.graph(), session.cluster(), *r.expert)) {
-      throw ConfigError(fmt::format("{}: {}", args.expert_path, problem));
-    }
+        placement_structure_problem(session.graph(), session.cluster(), session.costs(), *r.expert);
+    if (!problem.empty()) throw ConfigError(fmt::format("{}: {}", args.expert_path, problem));
   } else {
     r.expert = session.expert_placement();
   }

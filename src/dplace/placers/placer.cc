@@ -49,16 +49,15 @@ PlaceResult Placer::place(const PlaceRequest& request) {
     }
   }
   PlaceResult result = place_impl(request);
-  const std::string problem =
-      placement_problem(*request.graph, *request.cluster, *request.costs, result.placement);
-  // The link check comes last in placement_problem: when it is the problem found, the placement
-  // is otherwise valid and only the cluster's missing link stands in the way.
-  if (!problem.empty() &&
-      problem == missing_link_problem(*request.graph, *request.cluster, result.placement)) {
-    throw ConfigError(fmt::format("placer '{}': its placement needs a link cluster '{}' lacks: {}",
-                                  name_, request.cluster->name(), problem));
-  }
+  const std::string problem = placement_structure_problem(*request.graph, *request.cluster,
+                                                          *request.costs, result.placement);
   DPLACE_CHECK(problem.empty()) << "placer returned an invalid placement: " << problem;
+  // Otherwise valid: only the cluster's missing link can stand in the way.
+  const std::string link = missing_link_problem(*request.graph, *request.cluster, result.placement);
+  if (!link.empty()) {
+    throw ConfigError(fmt::format("placer '{}': its placement needs a link cluster '{}' lacks: {}",
+                                  name_, request.cluster->name(), link));
+  }
   return result;
 }
 

@@ -27,6 +27,12 @@ Placement single_device_placement(const Graph& graph, DeviceId device) {
 
 std::string placement_problem(const Graph& graph, const Cluster& cluster, const CostTable& costs,
                               const Placement& placement) {
+  std::string problem = placement_structure_problem(graph, cluster, costs, placement);
+  return problem.empty() ? missing_link_problem(graph, cluster, placement) : problem;
+}
+
+std::string placement_structure_problem(const Graph& graph, const Cluster& cluster,
+                                        const CostTable& costs, const Placement& placement) {
   const size_t n = graph.num_ops();
   if (placement.device_of_op.size() != n) {
     return fmt::format("placement has {} entries but graph '{}' has {} ops",
@@ -59,7 +65,7 @@ std::string placement_problem(const Graph& graph, const Cluster& cluster, const 
       }
     }
   }
-  return missing_link_problem(graph, cluster, placement);
+  return "";
 }
 
 std::string missing_link_problem(const Graph& graph, const Cluster& cluster,

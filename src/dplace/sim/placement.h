@@ -32,6 +32,9 @@ Placement single_device_placement(const Graph& graph, DeviceId device);
 // '/gpu:0' and '/gpu:1'" or "tensor 'mm:0' must move '/gpu:0' -> '/gpu:1' but there is no link".
 std::string placement_problem(const Graph& graph, const Cluster& cluster, const CostTable& costs,
                               const Placement& placement);
+// placement_problem without the link part: entries, allowed devices, colocation groups.
+std::string placement_structure_problem(const Graph& graph, const Cluster& cluster,
+                                        const CostTable& costs, const Placement& placement);
 // The link part of placement_problem alone: empty when every tensor that changes device has a
 // link, else "tensor 'mm:0' must move '/gpu:0' -> '/gpu:1' but there is no link".
 // Ops not assigned to a device of the cluster are skipped (placement_problem reports them).
