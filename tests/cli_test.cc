@@ -161,6 +161,25 @@ TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {
                         "--latency-method applies to --objective latency only");
 }
 
+TEST(CliTest, PipelineSplitAcrossUnlinkedDevicesIsOneLineWhenWritten) {
+  // The solver takes transfers between unlinked devices as free, so it may split across them; the
+  // split is then reported with warnings, but writing it is an error of one line (the warnings
+  // used to come first).
+  const fs::path cluster = temp_dir() / "unlinked.json";
+  std::ofstream(cluster) << R"({"format": "dplace.cluster/1", "name": "unlinked", "devices": [
+      {"name": "/gpu:0", "kind": "gpu", "peak_flops": 1e13, "mem_bandwidth_bytes_per_s": 1e11,
+       "memory_bytes": 1.2e10},
+      {"name": "/gpu:1", "kind": "gpu", "peak_flops": 1e13, "mem_bandwidth_bytes_per_s": 1e11,
+       "memory_bytes": 1.2e10}]})";
+  const std::string command = "pipeline two_tower --inference --cluster " + cluster.string();
+  const RunResult shown = run(command);
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.err.find("the split is not simulated"), std::string::npos) << shown.err;
+  const fs::path out = temp_dir() / "unlinked_split.json";
+  expect_one_line_error(run(command + " -o " + out.string()),
+                        "cluster 'unlinked': the split cannot be written");
+}
+
 TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {
   // It used to reach the expert placer (and anneal's start) unchecked and abort the run.
   const fs::path graph = temp_dir() / "colocated.json";

@@ -60,12 +60,15 @@ void run_pipeline(const PipelineArgs& args) {
   Session session(load_workload(args.graph), args.cluster);
   const PipelineProblem problem =
       pipeline_problem_from_graph(session.graph(), session.cluster(), session.costs());
-  for (const std::string& w : problem.warnings) fmt::print(stderr, "dplace: warning: {}\n", w);
   PipelineRequest request;
   request.problem = &problem;
   request.options = options;
   const PipelinePlan plan = solve_pipeline(request);
 
+  if (!plan.feasible && !args.out.placement_path.empty()) {
+    throw ConfigError(fmt::format("{}: no feasible split to write ({})", args.out.placement_path,
+                                  plan.infeasible_reason));
+  }
   std::optional<Evaluation> step;
   std::string not_simulated;  // why a feasible plan has no simulated step
   if (plan.feasible) {
@@ -79,10 +82,13 @@ void run_pipeline(const PipelineArgs& args) {
                !args.out.dot_path.empty()) {
       throw ConfigError(fmt::format("cluster '{}': the split cannot be written: {}",
                                     session.cluster().name(), not_simulated));
-    } else {
-      fmt::print(stderr, "dplace: warning: cluster '{}': the split is not simulated: {}\n",
-                 session.cluster().name(), not_simulated);
     }
+  }
+  // Warnings come after the last error this command can raise, so a failure stays one line.
+  for (const std::string& w : problem.warnings) fmt::print(stderr, "dplace: warning: {}\n", w);
+  if (!not_simulated.empty()) {
+    fmt::print(stderr, "dplace: warning: cluster '{}': the split is not simulated: {}\n",
+               session.cluster().name(), not_simulated);
   }
   if (args.out.json) {
     Json j = pipeline_plan_to_json(problem, plan);
@@ -106,12 +112,7 @@ void run_pipeline(const PipelineArgs& args) {
                  format_seconds(step->sim.step_time_s));
     }
   }
-  if (step) {
-    write_outputs(session, *step, args.out);
-  } else if (!args.out.placement_path.empty()) {
-    throw ConfigError(fmt::format("{}: no feasible split to write ({})", args.out.placement_path,
-                                  plan.infeasible_reason));
-  }
+  if (step) write_outputs(session, *step, args.out);
 }
 
 }  // namespace
