@@ -14,13 +14,6 @@
 
 namespace dplace::cli {
 
-std::string format_seconds(double s) {
-  if (!std::isfinite(s)) return "inf";
-  if (s >= 1) return fmt::format("{:.4g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
-  return fmt::format("{:.4g} us", s * 1e6);
-}
-
 Evaluation evaluate(const Session& session, std::string placer, Placement placement) {
   Evaluation e;
   e.placer = std::move(placer);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dplace/cli/workload.h"
+#include "dplace/core/format.h"  // format_seconds
 #include "dplace/core/json.h"
 #include "dplace/io/dot.h"  // format_bytes
 #include "dplace/sim/simulator.h"
@@ -47,8 +48,5 @@ void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out
 void check_output_paths(const OutputArgs& args);
 // Writes -o, --trace (re-simulating with the timeline) and --dot for one evaluation.
 void write_outputs(const Session& session, const Evaluation& e, const OutputArgs& args);
-
-// "1.234 s", "12.3 ms", "45.6 us".
-std::string format_seconds(double s);
 
 }  // namespace dplace::cli

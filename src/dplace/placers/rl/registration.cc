@@ -34,10 +34,11 @@ class RlPlacer final : public Placer {
     PlaceRequest refine = request;
     refine.budget_seconds = std::max(
         0.0, request.budget_seconds - std::chrono::duration<double>(polish_start - start).count());
-    PlaceResult polished = anneal_from(
-        refine, "rl", learned.placement,
-        AnnealOptions{
-            .evaluations = moves, .rounds = options.polish_rounds, .threads = options.threads});
+    PlaceResult polished = anneal_from(refine, "rl", learned.placement,
+                                       AnnealOptions{.evaluations = moves,
+                                                     .rounds = options.polish_rounds,
+                                                     .threads = options.threads,
+                                                     .progress_label = "rl: polishing"});
     auto describe = [](const SimResult& r) {
       return fmt::format("{:.6g} s{}", r.step_time_s, r.feasible ? "" : " (OOM)");
     };

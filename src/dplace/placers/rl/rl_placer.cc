@@ -14,6 +14,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/core/fingerprint.h"
+#include "dplace/core/format.h"
 #include "dplace/core/rng.h"
 #include "dplace/core/thread_pool.h"
 #include "dplace/ir/coarsening.h"
@@ -67,12 +68,6 @@ double parse_double(const std::string& key, const std::string& value, double min
     bad_param(key, value, expected);
   }
   return v;
-}
-
-std::string format_time(double seconds) {
-  if (seconds >= 1) return fmt::format("{:.4g} s", seconds);
-  if (seconds >= 1e-3) return fmt::format("{:.4g} ms", seconds * 1e3);
-  return fmt::format("{:.4g} us", seconds * 1e6);
 }
 
 void write_curve(const std::string& path, const std::vector<CurvePoint>& curve, bool append) {
@@ -541,7 +536,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
                "policy {:.0f}% evaluate {:.0f}% level {} ({} groups) restarts {}\n",
                p.update, p.samples,
                static_cast<double>(p.samples - samples_at_start) / std::max(now, 1e-9),
-               format_time(p.best_step_time_s), format_time(p.mean_step_time_s),
+               format_seconds(p.best_step_time_s), format_seconds(p.mean_step_time_s),
                100 * p.oom_fraction, p.entropy, 100 * p.policy_s / total,
                100 * p.evaluate_s / total, p.level + 1, levels[p.level].num_groups, p.restarts);
   };
@@ -776,14 +771,14 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     // The step time printed with the result is the simulator's; say what was measured.
     run.result.note +=
         state.best_step_time_s < oom_time_s
-            ? fmt::format("; best measured step time {}", format_time(state.best_step_time_s))
+            ? fmt::format("; best measured step time {}", format_seconds(state.best_step_time_s))
             : std::string(
                   "; no measured placement fit (every measurement was OOM "
                   "or killed): the placement returned is not known to run");
   }
   if (!warm_start.empty()) {
     run.result.note += fmt::format("; warm start (expert on the groups) {}",
-                                   format_time(run.warm_start_step_time_s));
+                                   format_seconds(run.warm_start_step_time_s));
   }
   if (!run.curve.empty()) print_progress(run.curve.back(), true);
   return run;

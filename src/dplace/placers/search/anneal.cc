@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 #include "dplace/core/rng.h"
 #include "dplace/core/thread_pool.h"
 #include "dplace/placers/builtin.h"
@@ -114,8 +115,8 @@ PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& opti
     }
     if (request.progress && options.evaluations >= 10 && done % (options.evaluations / 10) == 0 &&
         done > 0) {
-      fmt::print(stderr, "anneal: {}/{} evaluations, best {:.6g} s{}\n", done, options.evaluations,
-                 best_cost, best_feasible ? "" : " (OOM)");
+      fmt::print(stderr, "{}: {}/{} moves, best {}{}\n", options.progress_label, done,
+                 options.evaluations, format_seconds(best_cost), best_feasible ? "" : " (OOM)");
     }
     const double temperature =
         temp0 * std::exp(log_ratio * double(done) / double(options.evaluations));
@@ -255,6 +256,7 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
       round.progress = request.progress && i == 0;
       AnnealOptions one = options;
       one.rounds = 1;
+      one.progress_label = fmt::format("{} round {}", options.progress_label, rounds + i + 1);
       if (i == 1) one.t_start *= 10;
       found[i] = anneal_search(round, one, wave_start, best, best_sim, penalty_s, PlaceResult{},
                                clock_start);

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "dplace/ir/graph.h"
 #include "dplace/placers/placer.h"
@@ -55,6 +56,8 @@ struct AnnealOptions {
   // nothing better, or at the budget. 1: the single search. Default: 1.
   int rounds = 1;
   size_t threads = 0;
+  // Starts each progress line (with --progress), followed by the round when there are several.
+  std::string progress_label = "anneal";
 };
 
 // Simulated annealing from `start` (REQUIRES: a valid placement for the request's graph and
