@@ -134,9 +134,17 @@ Graph GraphBuilder::build() && {
     if (!std::isfinite(op.flops) || op.flops < 0) {
       fail(op, fmt::format("field 'flops': must be a non-negative number, got {}", op.flops));
     }
+    if (op.flops > kMaxOpFlops) {
+      fail(op,
+           fmt::format("field 'flops': {:g} is above the limit of {:g}", op.flops, kMaxOpFlops));
+    }
     if (op.bytes_accessed && (!std::isfinite(*op.bytes_accessed) || *op.bytes_accessed < 0)) {
       fail(op,
            fmt::format("field 'bytes_accessed': must be non-negative, got {}", *op.bytes_accessed));
+    }
+    if (op.bytes_accessed && *op.bytes_accessed > kMaxOpBytesAccessed) {
+      fail(op, fmt::format("field 'bytes_accessed': {:g} is above the limit of {:g}",
+                           *op.bytes_accessed, kMaxOpBytesAccessed));
     }
     if (op.param_bytes < 0) fail(op, "field 'param_bytes': must be non-negative");
     if (op.temp_bytes < 0) fail(op, "field 'temp_bytes': must be non-negative");
@@ -144,6 +152,10 @@ Graph GraphBuilder::build() && {
       if (!std::isfinite(t.time_s) || t.time_s < 0) {
         fail(op,
              fmt::format("field 'time_s.{}': must be non-negative, got {}", t.device, t.time_s));
+      }
+      if (t.time_s > kMaxOpSeconds) {
+        fail(op, fmt::format("field 'time_s.{}': {:g} s is above the limit of {:g} s", t.device,
+                             t.time_s, kMaxOpSeconds));
       }
     }
   }

@@ -49,6 +49,13 @@ struct TimeOverride {
   double time_s = 0;
 };
 
+// Upper limits GraphBuilder::build enforces, so that no cost or step time can become infinite
+// or absurd: a zettaFLOP per op (a million times a large step's matmul), bytes_accessed as byte
+// counts elsewhere, and 11.6 days for a measured time.
+inline constexpr double kMaxOpFlops = 1e21;
+inline constexpr double kMaxOpBytesAccessed = 9e18;
+inline constexpr double kMaxOpSeconds = 1e6;
+
 struct Op {
   std::string name;
   std::string type;                         // op type, e.g. "MatMul"; may be empty
@@ -145,7 +152,8 @@ class GraphBuilder {
 
   // Validates and freezes. Throws GraphError "<source>: op '<name>': <problem>" for: an empty or
   // duplicate name, an input naming a missing op or output index, an op without outputs, a
-  // negative or non-finite number, and a cycle (the message lists the ops on one cycle in order).
+  // negative or non-finite number, a number above its limit (kMaxOpFlops, kMaxOpBytesAccessed,
+  // kMaxOpSeconds), and a cycle (the message lists the ops on one cycle in order).
   Graph build() &&;
 
  private:

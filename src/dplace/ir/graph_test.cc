@@ -135,6 +135,25 @@ TEST(GraphTest, NegativeNumbersAreRejected) {
             "n.json: op 'a': field 'output_bytes': must be non-negative, got -5");
 }
 
+TEST(GraphTest, NumbersAboveTheirLimitsAreRejected) {
+  // 1.7e308 FLOPs used to give finite but absurd step times.
+  GraphBuilder b("big", "big.json");
+  b.add_op({.name = "a", .flops = 1.7e308});
+  EXPECT_EQ(build_error(std::move(b)),
+            "big.json: op 'a': field 'flops': 1.7e+308 is above the limit of 1e+21");
+  GraphBuilder c("big", "big.json");
+  c.add_op({.name = "a", .bytes_accessed = 1e19});
+  EXPECT_EQ(build_error(std::move(c)),
+            "big.json: op 'a': field 'bytes_accessed': 1e+19 is above the limit of 9e+18");
+  GraphBuilder d("big", "big.json");
+  d.add_op({.name = "a", .time_s = {{.device = "gpu", .time_s = 2e6}}});
+  EXPECT_EQ(build_error(std::move(d)),
+            "big.json: op 'a': field 'time_s.gpu': 2e+06 s is above the limit of 1e+06 s");
+  GraphBuilder e("big", "big.json");
+  e.add_op({.name = "a", .flops = kMaxOpFlops, .time_s = {{.device = "gpu", .time_s = 1e6}}});
+  EXPECT_NO_THROW(std::move(e).build());
+}
+
 TEST(GraphTest, EmptyNameIsRejected) {
   GraphBuilder b("e", "e.json");
   b.add_op({.name = ""});
