@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages dplace needs to build and test (DESIGN.md section 8) that are
+# Installs the Debian 12 packages dplace needs to build and test that are
 # missing. A no-op when everything is present. Uses sudo when not root.
 #   --fixtures   also install what scripts/make-onnx-fixtures.py needs (python3-torch, ...)
 set -euo pipefail

@@ -8,7 +8,7 @@
 //    --time-limit, warm-started with the contiguous optimum; the gap is reported);
 //  * --objective latency: the single-sample-latency integer program (CBC) or its greedy baseline.
 // Without --cluster, a dnn-partitioning file's implied cluster is used. The plan is also
-// simulated as one ordinary step (DESIGN.md section 5) so that -o/--trace/--dot work as for
+// simulated as one ordinary step (docs/simulator.md) so that -o/--trace/--dot work as for
 // `place`.
 #include <fmt/format.h>
 
@@ -95,7 +95,7 @@ void run_pipeline(const PipelineArgs& args) {
     j["cluster"] = session.cluster().name();
     j["placer"] = "pipeline";
     if (step) {
-      // The keys every command's --json carries (DESIGN.md section 6), from the simulated step;
+      // The keys every command's --json carries (docs/cli.md), from the simulated step;
       // the whole simulation object is kept under "simulation".
       const Json sim = evaluation_to_json(session, *step);
       for (const char* key : {"step_time_s", "oom_devices", "peak_memory_bytes", "lower_bound_s",

@@ -1,4 +1,4 @@
-// The `dplace` command line (DESIGN.md section 6). Each command lives in its own cmd_*.cc file and
+// The `dplace` command line (docs/cli.md). Each command lives in its own cmd_*.cc file and
 // registers itself on the CLI11 app through one add_*_command function declared here; main.cc calls
 // them all. Shared pieces (loading GRAPH, resolving --cluster, printing results) are in
 // workload.h and report.h.

@@ -1,5 +1,5 @@
-// dplace: find fast device placements for neural-network graphs. See README.md and DESIGN.md
-// section 6 for the command surface.
+// dplace: find fast device placements for neural-network graphs. See README.md and docs/cli.md
+// for the command surface.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>

@@ -1,5 +1,5 @@
-// Printing and saving the outcome of evaluating one placement: the `--json` object of DESIGN.md
-// section 6, the human-readable summary, and the optional -o / --trace / --dot files.
+// Printing and saving the outcome of evaluating one placement: the `--json` object of
+// docs/cli.md, the human-readable summary, and the optional -o / --trace / --dot files.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -28,7 +28,7 @@ struct Evaluation {
 // Simulates `placement` (summary only) and fills an Evaluation.
 Evaluation evaluate(const Session& session, std::string placer, Placement placement);
 
-// The DESIGN.md section 6 object: graph, cluster, placer, step_time_s, feasible, oom_devices,
+// The docs/cli.md object: graph, cluster, placer, step_time_s, feasible, oom_devices,
 // peak_memory_bytes (device name -> bytes), lower_bound_s, placement_seconds, evaluations, plus
 // per-device busy time and transfer totals.
 Json evaluation_to_json(const Session& session, const Evaluation& e);

@@ -1,4 +1,4 @@
-// dplace.cluster/1 reading and writing (DESIGN.md section 3).
+// dplace.cluster/1 reading and writing (docs/formats.md).
 //
 // Thread safety: pure functions.
 #pragma once

@@ -1,4 +1,4 @@
-// Error tiers (STYLE.md 12).
+// Error tiers.
 //
 //  * Bugs: DPLACE_CHECK(cond) << "message" is always on; DPLACE_DCHECK only in debug builds.
 //    A failed check prints file:line and the message to stderr and aborts.

@@ -1,4 +1,4 @@
-// Strong integer ids (STYLE.md 7): OpId, DeviceId, GroupId are distinct types, so an op index can
+// Strong integer ids: OpId, DeviceId, GroupId are distinct types, so an op index can
 // never be passed where a device index is expected. Each wraps a dense uint32 index into the
 // owning container (Graph ops, Cluster devices, Graph groups).
 //

@@ -1,5 +1,5 @@
 // Seeded random numbers. Every randomised algorithm takes an Rng (or a seed) explicitly; nothing
-// reads a global or time-based seed, so the same seed gives the same result (STYLE.md 15).
+// reads a global or time-based seed, so the same seed gives the same result.
 //
 // The generator is SplitMix64-seeded xoshiro256**, and the distributions are implemented here
 // rather than taken from <random>, whose distributions differ between standard libraries.

@@ -1,8 +1,9 @@
-// The cost model of DESIGN.md section 4, precomputed as a table for one (graph, cluster) pair.
+// The cost model of docs/simulator.md, precomputed as a table for one (graph, cluster) pair.
 //
 //   time(op, d) = op.time_s[d.name], else op.time_s[d.kind], else
 //                 0 if the op has no flops and no bytes_accessed, else
-//                 d.op_overhead_s + max(flops / (d.peak_flops * eff), bytes_accessed / d.mem_bandwidth)
+//                 d.op_overhead_s + max(flops / (d.peak_flops * eff), bytes_accessed /
+//                 d.mem_bandwidth)
 //   where eff = d.efficiency[op.type] or d.efficiency["default"] or 1.
 //   transfer(bytes, a->b) = link(a, b).latency_s + bytes / link(a, b).bandwidth_bytes_per_s.
 //

@@ -1,4 +1,4 @@
-// dplace.graph/1 reading and writing (DESIGN.md section 3; every field in docs/formats.md).
+// dplace.graph/1 reading and writing (every field in docs/formats.md).
 //
 // Reading:
 //  * `inputs` entries name a producer: a bare op name is its output 0, "op:k" is output k. An

@@ -1,4 +1,4 @@
-// dplace.placement/1 reading and writing (DESIGN.md section 3):
+// dplace.placement/1 reading and writing (docs/formats.md):
 //   { "format": "dplace.placement/1", "graph": "tiny", "cluster": "paper-k80x2",
 //     "assignment": { "x": "/cpu:0", "mm": "/gpu:0", "y": "/gpu:0" } }
 //

@@ -8,7 +8,7 @@
 //  * op names are unique and non-empty; every op has >= 1 output;
 //  * every input refers to an existing op and output index, and the graph is acyclic;
 //  * topo_order() is Kahn's algorithm with ties broken by op index (file order), and is the
-//    deterministic "rank" the simulator uses for tie-breaks (DESIGN.md section 5);
+//    deterministic "rank" the simulator uses for tie-breaks (docs/simulator.md);
 //  * every op belongs to exactly one colocation group: ops sharing a `colocate` name form one
 //  group,
 //    an op without one is a singleton group; groups are numbered by their first op's index.

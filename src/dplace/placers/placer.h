@@ -1,4 +1,4 @@
-// The Placer interface and registry (STYLE.md 3-4).
+// The Placer interface and registry.
 //
 // A placer maps a graph onto a cluster. Callers use the non-virtual place(), which checks the
 // request, calls the private place_impl(), then checks that the returned placement is valid

@@ -263,8 +263,8 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostTable
     }
   }
 
-  // DESIGN.md 5.7: longest path with each op at its fastest allowed time and free communication,
-  // and total fastest work spread evenly over the devices.
+  // docs/simulator.md: longest path with each op at its fastest allowed time and free
+  // communication, and total fastest work spread evenly over the devices.
   std::vector<double> finish_s(n, 0);
   double critical_s = 0;
   double total_s = 0;

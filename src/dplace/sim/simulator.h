@@ -1,5 +1,5 @@
-// The event simulator of DESIGN.md section 5. It is the inner loop of every search and learning
-// placer, so a Simulator is built once per (graph, cluster, cost table) and then runs many
+// The event simulator (its rules: docs/simulator.md). It is the inner loop of every search and
+// learning placer, so a Simulator is built once per (graph, cluster, cost table) and then runs many
 // placements; each run reuses a caller-owned SimWorkspace and allocates nothing after the first
 // run with that workspace (when SimOptions::record_timeline is false).
 //
@@ -121,7 +121,7 @@ class Simulator {
   const Cluster& cluster() const { return cluster_; }
   const CostTable& costs() const { return costs_; }
 
-  // DESIGN.md 5.7; computed once at construction.
+  // docs/simulator.md; computed once at construction.
   double lower_bound_s() const { return lower_bound_s_; }
 
   // Simulates one placement into `result` (its vectors are reused).

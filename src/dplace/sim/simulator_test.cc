@@ -623,7 +623,7 @@ Placement random_placement(Rng& rng, size_t n, size_t num_devices) {
   return p;
 }
 
-// The rules of DESIGN.md section 5 written directly, with linear scans and no clever state.
+// The rules of docs/simulator.md written directly, with linear scans and no clever state.
 SimResult reference_run(const Graph& g, const Cluster& c, const CostTable& costs,
                         const Placement& p) {
   const size_t n = g.num_ops();

@@ -2,7 +2,7 @@
 // of ops on devices, built one op at a time, with colocation, allowed devices, link transfers and
 // a memory estimate.
 //
-// Schedule model (an estimate of the simulator's, DESIGN.md 5):
+// Schedule model (an estimate of the simulator's, docs/simulator.md):
 //  * place(op, d) starts the op at start_s(op, d): when every input is on d and d is free. A
 //    tensor from another device arrives after a transfer on the (from, d) channel, which starts
 //    when the producer has finished and the channel is free (FIFO, one transfer at a time) and

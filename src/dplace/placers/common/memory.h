@@ -1,8 +1,8 @@
 // Memory feasibility shared by the classic placers.
 //
-// The simulator is the judge of memory (DESIGN.md 5.5): a placement is feasible when no device's
-// simulated peak exceeds its memory_bytes. Placers estimate memory while they work and then check
-// the result with one simulation:
+// The simulator is the judge of memory (docs/simulator.md): a placement is feasible when no
+// device's simulated peak exceeds its memory_bytes. Placers estimate memory while they work and
+// then check the result with one simulation:
 //  * Placers that ignore memory while placing (round-robin, scotch, mincut, metis) call
 //    repair_memory(), which moves groups off the devices the simulator reports OOM.
 //  * List schedulers (heft, m-*) track an estimate as they go (list_schedule.h) and call

@@ -142,7 +142,8 @@ class ScotchMapping {
 class ScotchPlacer final : public Placer {
  public:
   explicit ScotchPlacer(bool without_cpu) : without_cpu_(without_cpu) {
-    // The headers and the shared library must agree on the integer width (STYLE.md).
+    // The headers and the shared library must agree on the integer width (Debian ships
+    // 32-bit SCOTCH_Num headers by default).
     DPLACE_CHECK(sizeof(SCOTCH_Num) == size_t(SCOTCH_numSizeof()))
         << "scotch.h has " << sizeof(SCOTCH_Num) << "-byte SCOTCH_Num, libscotch "
         << SCOTCH_numSizeof();
