@@ -29,9 +29,51 @@ void JsonContext::fail(std::string_view problem) const {
   throw FormatError(message);
 }
 
+namespace {
+
+// Deeper documents are refused before parsing: copying or printing a Json recurses once per level,
+// so a file of a million nested brackets would overflow the stack.
+constexpr int kMaxJsonDepth = 256;
+
+void check_nesting_depth(std::string_view text, const std::string& source) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw FormatError(fmt::format("{}: invalid JSON at byte {}: nested deeper than {} levels",
+                                      source, i + 1, kMaxJsonDepth));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+}  // namespace
+
 Json parse_json_text(std::string_view text, const std::string& source) {
+  check_nesting_depth(text, source);
   try {
     return Json::parse(text.begin(), text.end());
+  } catch (const Json::out_of_range& e) {
+    // A number beyond double's range, e.g. 1e400 ("number overflow parsing '1e400'").
+    std::string what = e.what();
+    const size_t detail = what.find("] ");
+    if (detail != std::string::npos) what = what.substr(detail + 2);
+    throw FormatError(fmt::format("{}: invalid JSON: {}", source, what));
   } catch (const Json::parse_error& e) {
     // nlohmann's message already carries the byte offset; keep it on one line.
     std::string what = e.what();

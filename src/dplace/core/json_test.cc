@@ -61,6 +61,24 @@ TEST(JsonTest, TruncatedTextIsReportedOnOneLine) {
   EXPECT_EQ(m.find('\n'), std::string::npos);
 }
 
+TEST(JsonTest, NumberBeyondDoubleIsAnErrorNotAnAbort) {
+  // nlohmann throws out_of_range for it, which used to escape as an uncaught exception.
+  EXPECT_EQ(message_of([] { parse_json_text(R"({"flops": 1e309})", "n.json"); }),
+            "n.json: invalid JSON: number overflow parsing '1e309'");
+}
+
+TEST(JsonTest, DeepNestingIsRefusedBeforeParsing) {
+  // A million nested arrays overflowed the stack when the value was copied.
+  const std::string deep = R"({"extra": )" + std::string(1000000, '[');
+  EXPECT_EQ(message_of([&] { parse_json_text(deep, "d.json"); }),
+            "d.json: invalid JSON at byte 266: nested deeper than 256 levels");
+  // Brackets inside strings do not count, escaped quotes do not end a string.
+  const std::string in_string = R"({"name": "\"[[[[)" + std::string(1000, '[') + R"("})";
+  EXPECT_EQ(parse_json_text(in_string, "s.json").at("name").get<std::string>().size(), 1005u);
+  std::string nested = std::string(256, '[') + std::string(256, ']');
+  EXPECT_NO_THROW(parse_json_text(nested, "ok.json"));
+}
+
 TEST(JsonTest, MissingFileIsReported) {
   EXPECT_EQ(message_of([] { read_json_file("/nonexistent/x.json"); }),
             "/nonexistent/x.json: cannot open file");
