@@ -330,9 +330,20 @@ bool is_integer_type(int32_t elem_type) {
   }
 }
 
+// Dimensions come from the file and may be anything, so products saturate instead of overflowing:
+// a zero dimension gives 0, a negative one -1 (callers reject it), and a product beyond int64's
+// range gives INT64_MAX (callers' size limits reject it).
+int64_t saturating_mul(int64_t a, int64_t b) {  // REQUIRES: a, b >= 0
+  int64_t n = 0;
+  return __builtin_mul_overflow(a, b, &n) ? std::numeric_limits<int64_t>::max() : n;
+}
 int64_t product(const std::vector<int64_t>& dims) {
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return 0;
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) {
+    if (d < 0) return -1;
+    n = saturating_mul(n, d);
+  }
   return n;
 }
 
@@ -345,7 +356,10 @@ struct TensorInfo {
     for (int64_t d : dims) n *= static_cast<double>(d);
     return n;
   }
-  int64_t bytes() const { return product(dims) * element_bytes(elem_type); }
+  int64_t bytes() const {
+    const int64_t n = product(dims);
+    return n < 0 ? n : saturating_mul(n, element_bytes(elem_type));
+  }
 };
 
 std::optional<TensorInfo> known_tensor(const ox::TypeProto& type) {
@@ -743,8 +757,8 @@ std::optional<Literal> evaluate(const ox::NodeProto& node, int opset,
         infer_at = static_cast<int>(i);
       } else if (shape[i] < 0) {
         return std::nullopt;
-      } else {
-        known *= shape[i];
+      } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+        return std::nullopt;
       }
     }
     auto total = static_cast<int64_t>(in[0]->values.size());
@@ -830,7 +844,7 @@ std::optional<Literal> evaluate(const ox::NodeProto& node, int opset,
       for (size_t i = 0; i < rank; ++i) {
         if (i != a && l->dims[i] != in[0]->dims[i]) return std::nullopt;
       }
-      out.dims[a] += l->dims[a];
+      if (__builtin_add_overflow(out.dims[a], l->dims[a], &out.dims[a])) return std::nullopt;
     }
     if (product(out.dims) > kMaxFoldElements) return std::nullopt;
     std::vector<int64_t> head(in[0]->dims.begin(), in[0]->dims.begin() + *axis);
@@ -906,7 +920,10 @@ std::optional<Literal> evaluate(const ox::NodeProto& node, int opset,
       auto axis = normalize_axis(axes[k], rank);
       if (!axis || steps[k] == 0) return std::nullopt;
       auto a = static_cast<size_t>(*axis);
-      int64_t d = data.dims[a], s = starts[k], e = ends[k], st = steps[k];
+      int64_t d = data.dims[a], s = starts[k], e = ends[k];
+      // A step longer than the axis takes one element, as a step of d + 1 does (and cannot
+      // overflow below).
+      const int64_t st = std::clamp<int64_t>(steps[k], -(d + 1), d + 1);
       if (s < 0) s += d;
       if (e < 0) e += d;
       if (st > 0) {
@@ -990,9 +1007,11 @@ std::optional<Literal> evaluate(const ox::NodeProto& node, int opset,
     }
     if (perm.size() != rank) return std::nullopt;
     std::vector<int64_t> in_strides = strides_of(data.dims), out_dims(rank), src_stride(rank);
+    std::vector<bool> seen(rank, false);
     for (size_t i = 0; i < rank; ++i) {
       auto p = normalize_axis(perm[i], rank);
-      if (!p) return std::nullopt;
+      if (!p || seen[static_cast<size_t>(*p)]) return std::nullopt;  // not a permutation
+      seen[static_cast<size_t>(*p)] = true;
       out_dims[i] = data.dims[static_cast<size_t>(*p)];
       src_stride[i] = in_strides[static_cast<size_t>(*p)];
     }
@@ -1495,7 +1514,8 @@ class OnnxImporter {
       }
       v.type = tensor_type(t.data_type(), dims);
       v.literal = literal_from_tensor(t);
-      add_param(v, t.name(), product(dims) * element_bytes(t.data_type()));
+      add_param(v, t.name(),
+                tensor_bytes(TensorInfo{t.data_type(), dims}, "initializer '" + t.name() + "'"));
     }
     for (const auto& s : g.sparse_initializer()) {
       const std::string& name = s.values().name();
@@ -1503,11 +1523,16 @@ class OnnxImporter {
       if (values_.count(name) > 0) fail("initializer '" + name + "' is defined twice");
       Value& v = values_[name];
       v.type = tensor_type(s.values().data_type(), {s.dims().begin(), s.dims().end()});
-      int64_t bytes = product({s.values().dims().begin(), s.values().dims().end()}) *
-                          element_bytes(s.values().data_type()) +
-                      product({s.indices().dims().begin(), s.indices().dims().end()}) *
-                          element_bytes(s.indices().data_type());
-      add_param(v, name, bytes);
+      const TensorInfo values{s.values().data_type(),
+                              {s.values().dims().begin(), s.values().dims().end()}};
+      const TensorInfo indices{s.indices().data_type(),
+                               {s.indices().dims().begin(), s.indices().dims().end()}};
+      if (product(values.dims) < 0 || product(indices.dims) < 0) {
+        fail("sparse initializer '" + name + "': negative dimension");
+      }
+      add_param(v, name,
+                tensor_bytes(values, "sparse initializer '" + name + "'") +
+                    tensor_bytes(indices, "sparse initializer '" + name + "' indices"));
     }
     std::unordered_map<std::string, int> producer;
     for (int i = 0; i < g.node_size(); ++i) {
@@ -1961,7 +1986,9 @@ class OnnxImporter {
       const ox::AttributeProto* value = find_attr(node, "value");
       if (value != nullptr && value->has_t()) {
         const ox::TensorProto& t = value->t();
-        int64_t bytes = product({t.dims().begin(), t.dims().end()}) * element_bytes(t.data_type());
+        const TensorInfo info{t.data_type(), {t.dims().begin(), t.dims().end()}};
+        const int64_t bytes =
+            info.bytes() < 0 ? 0 : tensor_bytes(info, "Constant '" + node.output(0) + "'");
         if (bytes >= kMinConstantWeightBytes) {
           params = {static_cast<uint32_t>(params_.size())};
           params_.push_back({node.output(0), bytes, false});

@@ -1,6 +1,7 @@
 // Tests of the ONNX importer: real exported models (tests/data/onnx, made by
 // scripts/make-onnx-fixtures.py; expected.json holds statistics computed there from the protos),
 // small models built inline with hand-computed costs, and the malformed-input corpus.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -101,17 +103,15 @@ class ModelBuilder {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(ox::TensorProto_DataType_FLOAT);
-    int64_t n = 1;
-    for (int64_t d : dims) {
-      t->add_dims(d);
-      n *= d;
-    }
+    for (int64_t d : dims) t->add_dims(d);
     if (external) {
       t->set_data_location(ox::TensorProto_DataLocation_EXTERNAL);
       auto* e = t->add_external_data();
       e->set_key("location");
       e->set_value("absent.data");
     } else {
+      int64_t n = 1;
+      for (int64_t d : dims) n *= d;
       t->set_raw_data(std::string(static_cast<size_t>(n) * 4, '\x01'));
     }
     return *this;
@@ -538,6 +538,63 @@ TEST(OnnxImportTest, HugeDimensionIsAnErrorNotAnOverflow) {
             kOnnxDir +
                 "/unnamed_dim.onnx: graph input 'x': shape [4611686018427387904, 8] would take "
                 "1.48e+20 bytes, more than 2^50; are the dimensions (or --dim) right?");
+}
+
+// Constant folding reads shapes and indices from the file: hostile values must neither overflow
+// nor index out of bounds (each case was undefined behaviour found by fuzzing under ASan/UBSan).
+// A node the folder cannot evaluate is left to shape inference, which may reject it.
+TEST(OnnxImportTest, FoldingHostileShapesAndIndicesIsSafe) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  auto import = [](ModelBuilder& m, const std::string& name) {
+    const std::string path = m.save(name);
+    try {
+      return fmt::format("ops {}", read_onnx_file(path, {}).graph.num_ops());
+    } catch (const FormatError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      return std::string("error");
+    }
+  };
+  {  // Transpose whose perm repeats an axis read past the folded tensor.
+    ModelBuilder m;
+    m.int_constant("c", {1, 2, 3, 4, 5, 6});
+    m.int_constant("shape", {2, 3});
+    m.node("Reshape", {"c", "shape"}, {"r"});
+    ModelBuilder::attr(m.node("Transpose", {"r"}, {"t"}), "perm", std::vector<int64_t>{1, 1});
+    m.output("t");
+    import(m, "transpose_dup_perm.onnx");
+  }
+  for (const int64_t step : {kMax, kMin}) {  // Slice steps at the int64 limits overflowed.
+    ModelBuilder m;
+    m.int_constant("c", {1, 2, 3, 4, 5, 6});
+    m.int_constant("starts", {step > 0 ? 0 : -1});
+    m.int_constant("ends", {step > 0 ? kMax : kMin});
+    m.int_constant("axes", {0});
+    m.int_constant("steps", {step});
+    m.node("Slice", {"c", "starts", "ends", "axes", "steps"}, {"s"});
+    m.node("Add", {"s", "s"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(import(m, "slice_step.onnx"), "ops 0");  // folded to one element
+  }
+  {  // ConstantOfShape of 2^40 x 2^40 overflowed the element count.
+    ModelBuilder m;
+    m.input("x", {2});
+    m.int_constant("shape", {int64_t{1} << 40, int64_t{1} << 40});
+    m.node("ConstantOfShape", {"shape"}, {"z"});
+    m.node("Add", {"x", "z"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(import(m, "constant_of_shape.onnx"), "error");
+  }
+  {  // A weight of 2^40 x 2^40 floats overflowed its byte count.
+    ModelBuilder m;
+    m.input("x", {2});
+    m.weight("w", {int64_t{1} << 40, int64_t{1} << 40}, /*external=*/true);
+    m.node("Add", {"x", "w"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(import(m, "huge_weight.onnx"), "error");
+  }
 }
 
 TEST(OnnxImportTest, UnusedDimIsAWarning) {
