@@ -161,6 +161,18 @@ TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {
                         "--latency-method applies to --objective latency only");
 }
 
+TEST(CliTest, TrainingOnATrainingGraphNamesTheFile) {
+  const fs::path graph = temp_dir() / "trained.json";
+  std::ofstream(graph) << R"({"format": "dplace.graph/1", "name": "trained", "ops": [
+      {"name": "a", "type": "MatMul", "flops": 1e9, "output_bytes": 1000, "param_bytes": 64},
+      {"name": "grad/a", "type": "MatMul", "inputs": ["a"], "flops": 1e9, "output_bytes": 64,
+       "phase": "backward"}]})";
+  expect_one_line_error(run("info " + graph.string() + " --training"),
+                        graph.string() +
+                            ": --training: graph 'trained': op 'grad/a' already has phase "
+                            "'backward'; the graph is a training graph already");
+}
+
 TEST(CliTest, PipelineSplitAcrossUnlinkedDevicesIsOneLineWhenWritten) {
   // The solver takes transfers between unlinked devices as free, so it may split across them; the
   // split is then reported with warnings, but writing it is an error of one line (the warnings

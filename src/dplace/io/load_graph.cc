@@ -87,7 +87,13 @@ LoadedGraph load_json(const std::string& path, const ImportOptions& options) {
     const Json& format = doc["format"];
     if (format.is_string() && format.get<std::string>() == kGraphFormat) {
       Graph graph = read_graph_json(doc, path);
-      if (options.training.value_or(false)) graph = expand_training(graph);
+      if (options.training.value_or(false)) {
+        try {
+          graph = expand_training(graph);
+        } catch (const GraphError& e) {
+          throw GraphError(path + ": --training: " + e.what());
+        }
+      }
       return LoadedGraph{std::move(graph), std::nullopt, {}, kGraphFormat};
     }
     throw FormatError(

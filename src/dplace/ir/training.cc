@@ -212,7 +212,7 @@ Graph expand_training(const Graph& forward, const TrainingOptions& options) {
   for (const Op& op : forward.ops()) {
     if (op.phase == Phase::kBackward || op.phase == Phase::kUpdate) {
       throw GraphError(fmt::format(
-          "graph '{}': op '{}' already has phase '{}'; expand_training takes a forward graph",
+          "graph '{}': op '{}' already has phase '{}'; the graph is a training graph already",
           forward.name(), op.name, phase_name(op.phase)));
     }
   }
