@@ -80,6 +80,10 @@ void check_link(const Link& link, const std::string& origin, const std::string& 
 Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(spec)) {
   const size_t n = spec_.devices.size();
   if (n == 0) throw ConfigError(fmt::format("{}: field 'devices': cluster has no devices", origin));
+  if (n > kMaxDevices) {
+    throw ConfigError(fmt::format("{}: field 'devices': {} devices, more than the limit of {}",
+                                  origin, n, kMaxDevices));
+  }
   std::unordered_set<std::string> names;
   for (const Device& d : spec_.devices) {
     const std::string what = fmt::format("device '{}'", d.name);

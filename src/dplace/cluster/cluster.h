@@ -67,13 +67,19 @@ struct ClusterSpec {
   std::optional<Link> default_link;
 };
 
+// The most devices a cluster may have. The simulator and the placers keep state per ordered
+// device pair, so 1,024 devices are a million channels; op-level placement across more devices
+// than that is not a use dplace serves.
+inline constexpr size_t kMaxDevices = 1024;
+
 class Cluster {
  public:
   Cluster() = default;
   // Validates and resolves links. `origin` (a file path or "preset NAME") names the cluster in
-  // errors. Throws ConfigError for: no devices, a duplicate or empty device name, a non-positive
-  // peak_flops / bandwidth / memory, an efficiency outside (0, 1], a link naming an unknown device
-  // or joining a device to itself, a non-positive link bandwidth or negative latency.
+  // errors. Throws ConfigError for: no devices or more than kMaxDevices, a duplicate or empty
+  // device name, a non-positive peak_flops / bandwidth / memory, an efficiency outside (0, 1], a
+  // link naming an unknown device or joining a device to itself, a non-positive link bandwidth or
+  // negative latency.
   Cluster(ClusterSpec spec, const std::string& origin);
 
   const std::string& name() const { return spec_.name; }

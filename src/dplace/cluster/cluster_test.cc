@@ -1,5 +1,6 @@
 #include "dplace/cluster/cluster.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -203,6 +204,22 @@ TEST(ClusterJsonTest, MalformedFilesGiveOneLineMessages) {
     } else {
       EXPECT_EQ(message, expected);
     }
+  }
+}
+
+TEST(ClusterJsonTest, MoreDevicesThanTheLimitAreRefused) {
+  std::string devices;
+  for (size_t i = 0; i <= kMaxDevices; ++i) {
+    devices += fmt::format(R"({}{{"name": "/gpu:{}", "kind": "gpu", "peak_flops": 1e12,
+        "mem_bandwidth_bytes_per_s": 1e11, "memory_bytes": 1e10}})",
+                           i == 0 ? "" : ",", i);
+  }
+  const std::string text = R"({"format": "dplace.cluster/1", "devices": [)" + devices + "]}";
+  try {
+    parse(text);
+    ADD_FAILURE() << "1,025 devices were accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "c.json: field 'devices': 1025 devices, more than the limit of 1024");
   }
 }
 

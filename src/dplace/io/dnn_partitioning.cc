@@ -63,6 +63,10 @@ DnnPartitioningFile parse_dnn_partitioning(const Json& value, const std::string&
   if (file.max_accels + file.max_cpus == 0) {
     top.fail("maxFPGAs", "maxFPGAs and maxCPUs are both 0: no device to place on");
   }
+  if (size_t(file.max_accels) + size_t(file.max_cpus) > kMaxDevices) {
+    top.fail("maxFPGAs", fmt::format("maxFPGAs + maxCPUs = {} devices, more than the limit of {}",
+                                     file.max_accels + file.max_cpus, kMaxDevices));
+  }
 
   const Json* nodes = value.contains("nodes") ? &value.at("nodes") : nullptr;
   if (nodes == nullptr || !nodes->is_array()) top.fail("nodes", "expected an array");

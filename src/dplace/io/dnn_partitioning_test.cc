@@ -187,6 +187,17 @@ TEST(DnnPartitioningTest, NegativeLatencyIsRejected) {
       << msg;
 }
 
+TEST(DnnPartitioningTest, TooManyDevicesAreRefused) {
+  // 5,000 accelerators made a cluster of 25 million links: the import ran for minutes.
+  const std::string msg = read_error("many.json", R"({"maxSizePerFPGA": 1, "maxFPGAs": 5000,
+    "maxCPUs": 0, "nodes": [{"id": 4, "supportedOnFpga": 1, "cpuLatency": 1,
+    "fpgaLatency": 2, "isBackwardNode": 0}], "edges": []})");
+  EXPECT_NE(msg.find("many.json: field 'maxFPGAs': maxFPGAs + maxCPUs = 5000 devices, more than "
+                     "the limit of 1024"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(DnnPartitioningTest, UnknownNodeInAnEdgeNamesTheEdge) {
   const std::string msg = read_error("unknown.json", R"({"maxSizePerFPGA": 1, "maxFPGAs": 1,
     "maxCPUs": 1, "nodes": [{"id": 4, "supportedOnFpga": 1, "cpuLatency": 1,
