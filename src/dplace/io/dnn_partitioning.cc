@@ -39,6 +39,14 @@ int64_t get_id(const Json& obj, std::string_view field, const JsonContext& ctx) 
   return value.is_number_integer() ? value.get<int64_t>() : static_cast<int64_t>(x);
 }
 
+// A size in bytes; may be fractional (the published files use averages), at most 9e18 so that it
+// converts to a byte count.
+double get_size(const Json& obj, std::string_view field, const JsonContext& ctx) {
+  const double x = get_nonnegative(obj, field, ctx);
+  if (x > 9.0e18) ctx.fail(field, fmt::format("byte count {} is too large", x));
+  return x;
+}
+
 int get_count(const Json& obj, std::string_view field, const JsonContext& ctx) {
   const double x = get_nonnegative(obj, field, ctx);
   if (std::trunc(x) != x || x > 1e6) ctx.fail(field, "expected a small non-negative integer");
@@ -57,7 +65,7 @@ DnnPartitioningFile parse_dnn_partitioning(const Json& value, const std::string&
   require_object(value, top);
   DnnPartitioningFile file;
   file.source = source;
-  file.max_size_per_accel_bytes = get_nonnegative(value, "maxSizePerFPGA", top);
+  file.max_size_per_accel_bytes = get_size(value, "maxSizePerFPGA", top);
   file.max_accels = get_count(value, "maxFPGAs", top);
   file.max_cpus = get_count(value, "maxCPUs", top);
   if (file.max_accels + file.max_cpus == 0) {
@@ -88,7 +96,7 @@ DnnPartitioningFile parse_dnn_partitioning(const Json& value, const std::string&
     node.accel_latency = get_nonnegative(n, "fpgaLatency", ctx);
     node.is_backward = get_flag(n, "isBackwardNode", ctx);
     if (has_field(n, "colorClass")) node.color_class = get_id(n, "colorClass", ctx);
-    node.size_bytes = get_nonnegative_or(n, "size", ctx, 0.0);
+    node.size_bytes = has_field(n, "size") ? get_size(n, "size", ctx) : 0.0;
     if (has_field(n, "layerId")) node.layer_id = get_id(n, "layerId", ctx);
     if (!index_of_id.emplace(node.id, i).second) ctx.fail("id", "duplicate node id");
     file.nodes.push_back(std::move(node));
@@ -106,7 +114,7 @@ DnnPartitioningFile parse_dnn_partitioning(const Json& value, const std::string&
     edge.dest_id = get_id(e, "destId", ctx);
     ctx = top.at(fmt::format("edge #{} ({} -> {})", i, edge.source_id, edge.dest_id));
     edge.cost = get_nonnegative(e, "cost", ctx);
-    if (has_field(e, "size")) edge.size_bytes = get_nonnegative(e, "size", ctx);
+    if (has_field(e, "size")) edge.size_bytes = get_size(e, "size", ctx);
     if (!index_of_id.contains(edge.source_id)) {
       ctx.fail("sourceId", fmt::format("no node with id {}", edge.source_id));
     }

@@ -198,6 +198,16 @@ TEST(DnnPartitioningTest, TooManyDevicesAreRefused) {
       << msg;
 }
 
+TEST(DnnPartitioningTest, SizeBeyondAByteCountIsRefused) {
+  // 1e300 was converted to int64 (undefined) and reported as a negative size.
+  const std::string msg = read_error("huge.json", R"({"maxSizePerFPGA": 1, "maxFPGAs": 1,
+    "maxCPUs": 1, "nodes": [{"id": 4, "supportedOnFpga": 1, "cpuLatency": 1,
+    "fpgaLatency": 2, "isBackwardNode": 0, "size": 1e300}], "edges": []})");
+  EXPECT_NE(msg.find("huge.json: node 4: field 'size': byte count 1e+300 is too large"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(DnnPartitioningTest, UnknownNodeInAnEdgeNamesTheEdge) {
   const std::string msg = read_error("unknown.json", R"({"maxSizePerFPGA": 1, "maxFPGAs": 1,
     "maxCPUs": 1, "nodes": [{"id": 4, "supportedOnFpga": 1, "cpuLatency": 1,
