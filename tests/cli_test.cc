@@ -135,7 +135,8 @@ TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {
       run("compare two_tower --cluster paper-k80x2 --placers single-gpu,anneal --json "
           "--param anneal.evaluations=50");
   ASSERT_EQ(scoped.exit_code, 0) << scoped.err;
-  for (const Json& row : Json::parse(scoped.out)["rows"]) {
+  const Json scoped_doc = Json::parse(scoped.out);  // a temporary would die before the loop body
+  for (const Json& row : scoped_doc.at("rows")) {
     EXPECT_FALSE(row.contains("error")) << row.dump();
     if (row["placer"] == "anneal") {
       EXPECT_LE(row["evaluations"].get<int64_t>(), 60);

@@ -1,14 +1,21 @@
-// Human-readable durations for tables, notes and progress lines.
+// Human-readable durations for tables, notes and progress lines, and UTF-8 checks for names that
+// reach JSON output (nlohmann refuses to write invalid UTF-8).
 //
 // Thread safety: pure functions.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace dplace {
 
 // Four significant digits in the largest unit that keeps the value >= 1 (down to microseconds):
 // "1.234 s", "12.3 ms", "45.6 us"; "inf" for an infinite or NaN value.
 std::string format_seconds(double seconds);
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points > U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+// `text` with every byte that is not part of a well-formed UTF-8 sequence written as \xNN.
+std::string escape_invalid_utf8(std::string_view text);
 
 }  // namespace dplace

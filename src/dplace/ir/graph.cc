@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 
 namespace dplace {
 
@@ -116,6 +117,10 @@ Graph GraphBuilder::build() && {
     throw GraphError(fmt::format("{}: op '{}': {}", source_, op.name, problem));
   };
   if (n >= OpId::kInvalidValue) throw GraphError(fmt::format("{}: too many ops", source_));
+  if (!is_valid_utf8(g.name_)) {
+    throw GraphError(fmt::format("{}: graph name '{}' is not valid UTF-8", source_,
+                                 escape_invalid_utf8(g.name_)));
+  }
 
   // Names, numbers, outputs.
   g.index_.reserve(n);
@@ -123,6 +128,30 @@ Graph GraphBuilder::build() && {
     const Op& op = g.ops_[i];
     if (op.name.empty()) {
       throw GraphError(fmt::format("{}: op #{}: field 'name': must not be empty", source_, i));
+    }
+    // Names and strings go to JSON output, which must be UTF-8 (ONNX and PipeDream files may
+    // hold any bytes).
+    if (!is_valid_utf8(op.name)) {
+      throw GraphError(fmt::format("{}: op '{}': field 'name': not valid UTF-8", source_,
+                                   escape_invalid_utf8(op.name)));
+    }
+    for (const auto& [field, text] : {std::pair<const char*, const std::string*>{"type", &op.type},
+                                      {"colocate", &op.colocate}}) {
+      if (!is_valid_utf8(*text)) {
+        fail(op,
+             fmt::format("field '{}': '{}' is not valid UTF-8", field, escape_invalid_utf8(*text)));
+      }
+    }
+    for (const std::string& d : op.devices) {
+      if (!is_valid_utf8(d)) {
+        fail(op, fmt::format("field 'devices': '{}' is not valid UTF-8", escape_invalid_utf8(d)));
+      }
+    }
+    for (const TimeOverride& t : op.time_s) {
+      if (!is_valid_utf8(t.device)) {
+        fail(op, fmt::format("field 'time_s': key '{}' is not valid UTF-8",
+                             escape_invalid_utf8(t.device)));
+      }
     }
     if (!g.index_.emplace(op.name, OpId::from_index(i)).second) {
       fail(op, "duplicate op name");

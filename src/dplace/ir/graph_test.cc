@@ -154,6 +154,20 @@ TEST(GraphTest, NumbersAboveTheirLimitsAreRejected) {
   EXPECT_NO_THROW(std::move(e).build());
 }
 
+TEST(GraphTest, NamesThatAreNotUtf8AreRejected) {
+  // ONNX and PipeDream files may hold any bytes; writing them as JSON aborted dplace.
+  GraphBuilder b("bad", "u.onnx");
+  b.add_op({.name = "conv\xff" "1"});
+  EXPECT_EQ(build_error(std::move(b)), "u.onnx: op 'conv\\xff1': field 'name': not valid UTF-8");
+  GraphBuilder c("bad", "u.onnx");
+  c.add_op({.name = "a", .type = "Conv\xc0\xaf"});  // an overlong '/'
+  EXPECT_EQ(build_error(std::move(c)),
+            "u.onnx: op 'a': field 'type': 'Conv\\xc0\\xaf' is not valid UTF-8");
+  GraphBuilder d("caf\xc3\xa9 \xe2\x82\xac", "u.onnx");  // "café €" is fine
+  d.add_op({.name = "\xf0\x9f\x98\x80", .colocate = "\xe4\xb8\xad"});
+  EXPECT_NO_THROW(std::move(d).build());
+}
+
 TEST(GraphTest, EmptyNameIsRejected) {
   GraphBuilder b("e", "e.json");
   b.add_op({.name = ""});
