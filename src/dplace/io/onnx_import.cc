@@ -602,9 +602,11 @@ std::unique_ptr<ox::TensorProto> tensor_from_literal(const Literal& lit) {
 Literal scalar_literal(int32_t elem_type, double v) { return {elem_type, {}, {v}}; }
 
 // Row-major strides of dims.
+// Row-major strides of a literal's dims (>= 0). They can exceed int64 only for a tensor with a
+// zero dimension, which no loop indexes, so they saturate.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = saturating_mul(s[i], dims[i]);
   return s;
 }
 

@@ -219,6 +219,25 @@ Graph GraphBuilder::build() && {
   build_csr(n, succ_pairs, g.succ_offsets_, g.succ_);
   build_csr(n, pred_pairs, g.pred_offsets_, g.pred_);
 
+  // Every byte sum dplace forms (memory on a device, transfers, group-graph edges) is at most
+  // this total, so bounding it keeps those int64 sums from overflowing.
+  double total_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = g.ops_[i];
+    total_bytes += static_cast<double>(op.param_bytes) + static_cast<double>(op.temp_bytes);
+    for (size_t k = 0; k < op.output_bytes.size(); ++k) {
+      const size_t t = g.tensor_offsets_[i] + k;
+      const size_t uses = std::max<size_t>(1, g.consumer_offsets_[t + 1] - g.consumer_offsets_[t]);
+      total_bytes += static_cast<double>(op.output_bytes[k]) * static_cast<double>(uses);
+    }
+  }
+  if (total_bytes > kMaxGraphBytes) {
+    throw GraphError(fmt::format(
+        "{}: the graph's byte counts add up to {:.3g} (parameters, temporaries, and outputs once "
+        "per consumer), more than the limit of {:.3g}",
+        source_, total_bytes, kMaxGraphBytes));
+  }
+
   // Bytes accessed.
   g.bytes_accessed_.resize(n);
   for (size_t i = 0; i < n; ++i) {

@@ -55,6 +55,9 @@ struct TimeOverride {
 inline constexpr double kMaxOpFlops = 1e21;
 inline constexpr double kMaxOpBytesAccessed = 9e18;
 inline constexpr double kMaxOpSeconds = 1e6;
+// The most bytes a graph may add up to (parameters, temporaries, and outputs once per consumer):
+// 2^60, an exabyte, so that no sum of byte counts overflows int64.
+inline constexpr double kMaxGraphBytes = 1152921504606846976.0;
 
 struct Op {
   std::string name;
@@ -153,7 +156,8 @@ class GraphBuilder {
   // Validates and freezes. Throws GraphError "<source>: op '<name>': <problem>" for: an empty or
   // duplicate name, an input naming a missing op or output index, an op without outputs, a
   // negative or non-finite number, a number above its limit (kMaxOpFlops, kMaxOpBytesAccessed,
-  // kMaxOpSeconds), and a cycle (the message lists the ops on one cycle in order).
+  // kMaxOpSeconds, kMaxGraphBytes for the graph's byte total), and a cycle (the message lists the
+  // ops on one cycle in order).
   Graph build() &&;
 
  private:

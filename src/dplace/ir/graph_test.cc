@@ -154,10 +154,27 @@ TEST(GraphTest, NumbersAboveTheirLimitsAreRejected) {
   EXPECT_NO_THROW(std::move(e).build());
 }
 
+TEST(GraphTest, ByteTotalAboveTheLimitIsRejected) {
+  // Each count is a valid int64, but their sums (memory, group edges) overflowed.
+  GraphBuilder b("big", "big.json");
+  const OpId x = b.add_op({.name = "x", .output_bytes = {int64_t{1} << 59}});
+  b.add_op({.name = "y", .inputs = {{x, 0}}});
+  b.add_op({.name = "z", .inputs = {{x, 0}}});
+  b.add_op({.name = "w", .inputs = {{x, 0}}});
+  EXPECT_EQ(build_error(std::move(b)),
+            "big.json: the graph's byte counts add up to 1.73e+18 (parameters, temporaries, and "
+            "outputs once per consumer), more than the limit of 1.15e+18");
+  GraphBuilder c("fits", "fits.json");
+  const OpId a = c.add_op({.name = "a", .output_bytes = {int64_t{1} << 58}});
+  c.add_op({.name = "b", .inputs = {{a, 0}}, .param_bytes = int64_t{1} << 58});
+  EXPECT_NO_THROW(std::move(c).build());
+}
+
 TEST(GraphTest, NamesThatAreNotUtf8AreRejected) {
   // ONNX and PipeDream files may hold any bytes; writing them as JSON aborted dplace.
   GraphBuilder b("bad", "u.onnx");
-  b.add_op({.name = "conv\xff" "1"});
+  b.add_op({.name = "conv\xff"
+                    "1"});
   EXPECT_EQ(build_error(std::move(b)), "u.onnx: op 'conv\\xff1': field 'name': not valid UTF-8");
   GraphBuilder c("bad", "u.onnx");
   c.add_op({.name = "a", .type = "Conv\xc0\xaf"});  // an overlong '/'
