@@ -174,6 +174,16 @@ TEST(CliTest, TrainingOnATrainingGraphNamesTheFile) {
                             "'backward'; the graph is a training graph already");
 }
 
+TEST(CliTest, OpTheClusterCannotRunNamesTheGraphFile) {
+  const fs::path graph = temp_dir() / "accel_only.json";
+  std::ofstream(graph) << R"({"format": "dplace.graph/1", "name": "g", "ops": [
+      {"name": "x", "devices": "accel"}]})";
+  expect_one_line_error(run("place " + graph.string() + " --cluster paper-k80x2 --placer heft"),
+                        graph.string() +
+                            ": graph 'g': op 'x': no device of cluster 'paper-k80x2' is allowed "
+                            "(devices: accel)");
+}
+
 TEST(CliTest, PipelineSplitAcrossUnlinkedDevicesIsOneLineWhenWritten) {
   // The solver takes transfers between unlinked devices as free, so it may split across them; the
   // split is then reported with warnings, but writing it is an error of one line (the warnings

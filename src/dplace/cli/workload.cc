@@ -83,6 +83,7 @@ Workload load_workload(const GraphArgs& args) {
   w.graph = std::move(loaded.graph);
   w.implied_cluster = std::move(loaded.implied_cluster);
   w.format = loaded.format;
+  w.path = args.spec;
   return w;
 }
 
@@ -99,7 +100,13 @@ Cluster choose_cluster(const Workload& w, const std::optional<std::string>& clus
 
 Session::Session(Workload workload, const std::optional<std::string>& cluster_arg)
     : workload_(std::move(workload)), cluster_(choose_cluster(workload_, cluster_arg)) {
-  costs_ = std::make_unique<CostTable>(workload_.graph, cluster_);
+  try {
+    costs_ = std::make_unique<CostTable>(workload_.graph, cluster_);
+  } catch (const ConfigError& e) {
+    // An op the cluster cannot run: name the graph's file when there is one.
+    if (workload_.path.empty()) throw;
+    throw ConfigError(workload_.path + ": " + e.what());
+  }
   simulator_ = std::make_unique<Simulator>(workload_.graph, cluster_, *costs_);
 }
 

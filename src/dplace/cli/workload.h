@@ -36,6 +36,7 @@ struct Workload {
   std::optional<Cluster> implied_cluster;
   const ModelEntry* model = nullptr;  // set for built-in models
   std::string format;                 // "model", "dplace.graph/1", "onnx", ...
+  std::string path;                   // the file read; empty for built-in models
 };
 
 // Builds or reads the graph; import warnings go to stderr, one line each.

@@ -57,7 +57,7 @@ CostTable::CostTable(const Graph& graph, const Cluster& cluster)
     }
     if (fastest_[i] == kInfiniteTime) {
       throw ConfigError(
-          fmt::format("{}: op '{}': no device of cluster '{}' is allowed (devices: {})",
+          fmt::format("graph '{}': op '{}': no device of cluster '{}' is allowed (devices: {})",
                       graph.name(), op.name, cluster.name(), fmt::join(op.devices, ", ")));
     }
   }
@@ -74,11 +74,11 @@ CostTable::CostTable(const Graph& graph, const Cluster& cluster)
         left += common[d];
       }
       if (left == 0) {
-        throw ConfigError(fmt::format(
-            "{}: colocation group '{}': op '{}' (devices: {}) shares no allowed device of cluster "
-            "'{}' with the group's earlier ops",
-            graph.name(), graph.group_name(gid), graph.op(id).name,
-            fmt::join(graph.op(id).devices, ", "), cluster.name()));
+        throw ConfigError(
+            fmt::format("graph '{}': colocation group '{}': op '{}' (devices: {}) shares no "
+                        "allowed device of cluster '{}' with the group's earlier ops",
+                        graph.name(), graph.group_name(gid), graph.op(id).name,
+                        fmt::join(graph.op(id).devices, ", "), cluster.name()));
       }
     }
     for (size_t d = 0; d < num_devices_; ++d) {

@@ -33,9 +33,9 @@ bool op_allows_device(const Op& op, const Device& device);
 
 class CostTable {
  public:
-  // Throws ConfigError "<graph>: op '<name>': no device of cluster '<c>' is allowed (devices: ...)"
-  // when an op has no allowed device, and the same for a colocation group whose ops' allowed sets
-  // do not intersect.
+  // Throws ConfigError "graph '<graph>': op '<name>': no device of cluster '<c>' is allowed
+  // (devices: ...)" when an op has no allowed device, and the same for a colocation group whose
+  // ops' allowed sets do not intersect.
   CostTable(const Graph& graph, const Cluster& cluster);
 
   size_t num_ops() const { return num_ops_; }

@@ -176,7 +176,7 @@ TEST(CostModelTest, OpWithNoAllowedDeviceIsConfigError) {
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "g: op 't': no device of cluster 'test' is allowed (devices: accel)");
+              "graph 'g': op 't': no device of cluster 'test' is allowed (devices: accel)");
   }
 }
 
