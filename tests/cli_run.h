@@ -40,11 +40,13 @@ inline fs::path temp_dir() {
   return dir;
 }
 
-inline RunResult run(const std::string& args) {
+// Runs `dplace ARGS` through the shell; `env`, when given, is a list of NAME=VALUE assignments for
+// the command (shell syntax, e.g. "DPLACE_RL_TORCH_MODULE=/x.so").
+inline RunResult run(const std::string& args, const std::string& env = "") {
   const fs::path out = temp_dir() / "out.txt";
   const fs::path err = temp_dir() / "err.txt";
-  const std::string cmd = std::string(DPLACE_BINARY) + " " + args + " >" + out.string() + " 2>" +
-                          err.string() + " </dev/null";
+  const std::string cmd = (env.empty() ? "" : env + " ") + std::string(DPLACE_BINARY) + " " + args +
+                          " >" + out.string() + " 2>" + err.string() + " </dev/null";
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -381,6 +381,29 @@ TEST(CliTest, RlPlacerBadParamIsOneLineExit2) {
       run("place two_tower --cluster paper-k80x2 --placer rl --samples 8 --param samples=9"),
       "--samples and --param samples= both given");
 }
+
+// LibTorch is a module that the rl placer loads (placers/rl/torch_module.h), not a library of the
+// binary: starting dplace does not load it, every other placer runs without it, and rl without it
+// is a one-line error naming the file it tried.
+TEST(CliTest, LibTorchIsLoadedOnlyByTheRlPlacer) {
+  // The dynamic loader lists what the binary needs and exits (what ldd does).
+  const RunResult libs = run("", "LD_TRACE_LOADED_OBJECTS=1");
+  ASSERT_EQ(libs.exit_code, 0) << libs.err;
+  EXPECT_NE(libs.out.find("libc.so"), std::string::npos) << libs.out;
+  EXPECT_EQ(libs.out.find("libtorch"), std::string::npos) << libs.out;
+
+  const std::string missing = (temp_dir() / "no_such_module.so").string();
+  const std::string env = "DPLACE_RL_TORCH_MODULE=" + missing;
+  const RunResult heft = run("place two_tower --cluster paper-k80x2 --placer heft", env);
+  EXPECT_EQ(heft.exit_code, 0) << heft.err;
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer rl", env),
+      "placer 'rl': cannot load its LibTorch module (" + missing + ": no such file)");
+  const RunResult compare =
+      run("compare two_tower --cluster paper-k80x2 --placers heft,rl --json", env);
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_NE(compare.out.find("cannot load its LibTorch module"), std::string::npos) << compare.out;
+}
 #endif
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The only translation unit of dplace that includes LibTorch (see policy.h).
+// The only translation unit of dplace that includes LibTorch (see policy.h), built as the loadable
+// module dplace_rl_torch.so; its one exported symbol is dplace_rl_torch_module() (torch_module.h).
 //
 // Layout of the fast engine (row-major float buffers; G groups, K samples of one chunk, H hidden,
 // E device embedding, D devices, F features). The encoder runs once per batch; the decoder and its
@@ -40,7 +41,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/core/fingerprint.h"
-#include "dplace/core/thread_pool.h"
+#include "dplace/placers/rl/torch_module.h"
 
 // Fortran BLAS, provided by the BLAS library LibTorch links (OpenBLAS with libopenblas0).
 extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
@@ -56,7 +57,9 @@ void configure_threads_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
-    // OpenBLAS reads the variable when it is loaded, which has already happened; tell it directly.
+    // OpenBLAS reads the variable when it is loaded; the loader set it before loading this module,
+    // but an OpenBLAS the dplace binary loaded at start-up (through Clp) has read it already: tell
+    // it directly.
     using SetThreads = void (*)(int);
     if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
       set(1);
@@ -311,9 +314,7 @@ TrainerState read_state(torch::serialize::InputArchive& root, const std::string&
   return state;
 }
 
-}  // namespace
-
-TrainerState read_trainer_state(const std::string& path) {
+TrainerState read_trainer_state_file(const std::string& path) {
   try {
     torch::serialize::InputArchive root;
     read_checkpoint_file(path, root);
@@ -329,7 +330,29 @@ TrainerState read_trainer_state(const std::string& path) {
   }
 }
 
-struct Policy::Impl {
+// The Policy of policy.h on LibTorch; the module's make_policy builds it.
+class TorchPolicy final : public Policy {
+ public:
+  TorchPolicy(const PolicyConfig& config, std::span<const float> features,
+              std::span<const uint8_t> allowed);
+  void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions,
+              std::span<const int32_t> forced) override;
+  std::vector<int32_t> greedy() override;
+  void use_parallel_for(ParallelFor run) override;
+  void reinitialize(uint64_t seed) override;
+  UpdateStats update(std::span<const int32_t> actions, std::span<const double> advantages,
+                     double entropy_weight) override;
+  double check_gradients(std::span<const int32_t> actions, std::span<const double> advantages,
+                         double entropy_weight) override;
+  void save(const std::string& path, const TrainerState& state) const override;
+  TrainerState load(const std::string& path) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct TorchPolicy::Impl {
   PolicyConfig config;
   Params params{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer;
@@ -337,7 +360,7 @@ struct Policy::Impl {
   std::vector<float> mask;      // G x D: 0 allowed, kMaskedLogit otherwise
   uint64_t version = 0;         // bumped by every weight change
   Trace trace;
-  ThreadPool* pool = nullptr;
+  ParallelFor parallel_for;  // empty: chunks run on the calling thread
 
   int G() const { return config.num_groups; }
   int H() const { return config.hidden; }
@@ -345,10 +368,10 @@ struct Policy::Impl {
   int E() const { return config.device_embedding; }
   int F() const { return config.feature_dim; }
 
-  // Runs fn(i) for each chunk i, on the pool's workers when there is a pool.
+  // Runs fn(i) for each chunk i, through parallel_for when there is one.
   void for_each_chunk(size_t n, const std::function<void(size_t)>& fn) {
-    if (pool != nullptr && n > 1) {
-      pool->parallel_for(n, [&](size_t i, size_t /*worker*/) { fn(i); });
+    if (parallel_for && n > 1) {
+      parallel_for(n, fn);
     } else {
       for (size_t i = 0; i < n; ++i) fn(i);
     }
@@ -853,8 +876,10 @@ struct Policy::Impl {
   }
 };
 
-Policy::Policy(const PolicyConfig& config, std::span<const float> features,
-               std::span<const uint8_t> allowed)
+}  // namespace
+
+TorchPolicy::TorchPolicy(const PolicyConfig& config, std::span<const float> features,
+                         std::span<const uint8_t> allowed)
     : impl_(std::make_unique<Impl>()) {
   configure_threads_once();
   DPLACE_CHECK(config.num_groups > 0 && config.num_devices > 0 && config.feature_dim > 0 &&
@@ -868,11 +893,9 @@ Policy::Policy(const PolicyConfig& config, std::span<const float> features,
   for (size_t i = 0; i < allowed.size(); ++i) impl_->mask[i] = allowed[i] ? 0.0f : kMaskedLogit;
 }
 
-Policy::~Policy() = default;
+void TorchPolicy::use_parallel_for(ParallelFor run) { impl_->parallel_for = std::move(run); }
 
-void Policy::use_pool(ThreadPool* pool) { impl_->pool = pool; }
-
-void Policy::reinitialize(uint64_t seed) {
+void TorchPolicy::reinitialize(uint64_t seed) {
   {
     std::lock_guard<std::mutex> lock(init_mutex());
     torch::manual_seed(seed);
@@ -884,8 +907,8 @@ void Policy::reinitialize(uint64_t seed) {
   impl_->trace.valid = false;
 }
 
-void Policy::sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions,
-                    std::span<const int32_t> forced) {
+void TorchPolicy::sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions,
+                         std::span<const int32_t> forced) {
   const size_t G = static_cast<size_t>(impl_->config.num_groups);
   DPLACE_CHECK(batch > 0 && uniforms.size() == static_cast<size_t>(batch) * G &&
                forced.size() % G == 0);
@@ -894,14 +917,14 @@ void Policy::sample(int batch, std::span<const double> uniforms, std::vector<int
   actions = impl_->trace.actions;
 }
 
-std::vector<int32_t> Policy::greedy() {
+std::vector<int32_t> TorchPolicy::greedy() {
   Trace tr;
   impl_->decode(tr, DecodeMode::kGreedy, 1, nullptr, 0, nullptr);
   return tr.actions;
 }
 
-UpdateStats Policy::update(std::span<const int32_t> actions, std::span<const double> advantages,
-                           double entropy_weight) {
+UpdateStats TorchPolicy::update(std::span<const int32_t> actions,
+                                std::span<const double> advantages, double entropy_weight) {
   const int batch = static_cast<int>(advantages.size());
   DPLACE_CHECK(batch > 0 &&
                actions.size() == static_cast<size_t>(batch) * impl_->config.num_groups);
@@ -931,8 +954,8 @@ UpdateStats Policy::update(std::span<const int32_t> actions, std::span<const dou
           .decoder_rows_fraction = g.decoder_rows_fraction};
 }
 
-double Policy::check_gradients(std::span<const int32_t> actions, std::span<const double> advantages,
-                               double entropy_weight) {
+double TorchPolicy::check_gradients(std::span<const int32_t> actions,
+                                    std::span<const double> advantages, double entropy_weight) {
   const int batch = static_cast<int>(advantages.size());
   Trace tr;
   impl_->decode(tr, DecodeMode::kSample, 0, nullptr, batch, actions.data());
@@ -955,7 +978,7 @@ double Policy::check_gradients(std::span<const int32_t> actions, std::span<const
   return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
-void Policy::save(const std::string& path, const TrainerState& state) const {
+void TorchPolicy::save(const std::string& path, const TrainerState& state) const {
   torch::serialize::OutputArchive root;
   torch::serialize::OutputArchive net_archive;
   torch::serialize::OutputArchive optimizer_archive;
@@ -990,7 +1013,7 @@ void Policy::save(const std::string& path, const TrainerState& state) const {
   }
 }
 
-TrainerState Policy::load(const std::string& path) {
+TrainerState TorchPolicy::load(const std::string& path) {
   TrainerState state;
   try {
     torch::serialize::InputArchive root;
@@ -1044,4 +1067,26 @@ TrainerState Policy::load(const std::string& path) {
   return state;
 }
 
+namespace {
+
+std::unique_ptr<Policy> make_torch_policy(const PolicyConfig& config,
+                                          std::span<const float> features,
+                                          std::span<const uint8_t> allowed) {
+  return std::make_unique<TorchPolicy>(config, features, allowed);
+}
+
+const TorchModuleApi kTorchModuleApi{.abi = kTorchModuleAbi,
+                                     .policy_config_bytes = sizeof(PolicyConfig),
+                                     .trainer_state_bytes = sizeof(TrainerState),
+                                     .update_stats_bytes = sizeof(UpdateStats),
+                                     .make_policy = make_torch_policy,
+                                     .read_trainer_state = read_trainer_state_file};
+
+}  // namespace
 }  // namespace dplace::rl
+
+// The module is compiled with hidden visibility; this is its one exported symbol.
+extern "C" __attribute__((visibility("default"))) const dplace::rl::TorchModuleApi*
+dplace_rl_torch_module() {
+  return &dplace::rl::kTorchModuleApi;
+}

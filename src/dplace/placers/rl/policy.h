@@ -20,24 +20,28 @@
 //    teacher forcing; check_gradients() compares the two (tests).
 // Parameters, initialisation, the Adam optimizer and checkpoints are LibTorch's.
 //
-// This header keeps LibTorch out of every other translation unit (pimpl); policy.cc is the only
-// file that includes Torch. The first Policy constructed sets OPENBLAS_NUM_THREADS=1, tells
-// OpenBLAS and LibTorch to use one thread each: parallelism comes from the worker threads, which
-// evaluate samples concurrently and, between evaluations, decode and back-propagate chunks of
-// samples concurrently (use_pool()).
+// Where LibTorch lives: the implementation (policy.cc, the only translation unit that includes
+// Torch) is built as a separate loadable module, dplace_rl_torch.so, which make_policy() and
+// read_trainer_state() load on first use (torch_module.h). Linking LibTorch into the dplace binary
+// made every command, `dplace --version` included, spend about a second loading Debian's LibTorch
+// and its ~300 shared libraries; now only a run of the rl placer pays it. This header is plain C++.
+// The first policy built sets OPENBLAS_NUM_THREADS=1 and tells OpenBLAS and LibTorch to use one
+// thread each: parallelism comes from the worker threads, which evaluate samples concurrently and,
+// between evaluations, decode and back-propagate chunks of samples concurrently
+// (use_parallel_for()).
 //
 // Thread safety: a Policy is used by one thread at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
-namespace dplace {
-class ThreadPool;
-}
+#include "dplace/core/thread_pool.h"
 
 namespace dplace::rl {
 
@@ -52,7 +56,7 @@ struct PolicyConfig {
   uint64_t seed = 1;             // initial weights. Default: 1.
   // Samples per chunk: a batch of n samples (forced ones included) is decoded and
   // back-propagated in max(1, floor(n / chunk)) chunks of this many samples, the last taking the
-  // remainder, which run in parallel on the pool given to use_pool(). Samples of a chunk that
+  // remainder, which run in parallel through use_parallel_for(). Samples of a chunk that
   // share a prefix share its computation. The chunking, not the number of threads, fixes the
   // arithmetic, so results are the same for every thread count. Default: 8.
   int chunk = 8;
@@ -76,7 +80,8 @@ struct TrainerState {
 };
 
 // The TrainerState saved in a checkpoint written by Policy::save, without building a policy (the
-// policy's size depends on state.level). Throws ConfigError naming the path when it cannot be read.
+// policy's size depends on state.level). Throws ConfigError naming the path when it cannot be read,
+// or naming the LibTorch module when that cannot be loaded.
 TrainerState read_trainer_state(const std::string& path);
 
 struct UpdateStats {
@@ -88,30 +93,38 @@ struct UpdateStats {
   double decoder_rows_fraction = 1;
 };
 
+// Runs fn(i) for every i in [0, n) and returns when all calls have returned; calls may run
+// concurrently. If a call throws, the exception is rethrown after the loop.
+using ParallelFor = std::function<void(size_t n, const std::function<void(size_t i)>& fn)>;
+
+// A ParallelFor on the pool's workers; the pool must outlive its use.
+inline ParallelFor parallel_for_on(ThreadPool& pool) {
+  return [&pool](size_t n, const std::function<void(size_t)>& fn) {
+    pool.parallel_for(n, [&fn](size_t i, size_t /*worker*/) { fn(i); });
+  };
+}
+
 class Policy {
  public:
-  // features: num_groups x feature_dim, row-major. allowed: num_groups x num_devices, row-major,
-  // nonzero where the group may run on the device (each row has at least one).
-  Policy(const PolicyConfig& config, std::span<const float> features,
-         std::span<const uint8_t> allowed);
-  ~Policy();
-  Policy(const Policy&) = delete;
-  Policy& operator=(const Policy&) = delete;
+  virtual ~Policy() = default;
 
   // Samples `batch` placements in one batched forward pass. uniforms: batch x num_groups values in
   // [0, 1) (drawn by the caller's seeded Rng), used by inverse-CDF sampling so results depend only
   // on them and the weights. actions (out): batch x num_groups device indices, sample-major.
   // forced: whole placements (a multiple of num_groups values) appended after the sampled ones and
   // decoded in the same pass, so that update() on all rows reuses it; actions then holds them too.
-  void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions,
-              std::span<const int32_t> forced = {});
+  virtual void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions,
+                      std::span<const int32_t> forced) = 0;
+  void sample(int batch, std::span<const double> uniforms, std::vector<int32_t>& actions) {
+    sample(batch, uniforms, actions, {});
+  }
   // The most likely device of each group, chosen step by step (greedy decoding).
-  std::vector<int32_t> greedy();
-  // Runs the chunks of sample(), update() and greedy() on `pool`'s workers (nullptr: on the calling
-  // thread). The pool must outlive its use here and must not be running another loop meanwhile.
-  void use_pool(ThreadPool* pool);
+  virtual std::vector<int32_t> greedy() = 0;
+  // Runs the chunks of sample(), update() and greedy() through `run` (empty: on the calling
+  // thread). Whatever `run` uses must outlive its use here.
+  virtual void use_parallel_for(ParallelFor run) = 0;
   // Fresh weights drawn with `seed` and a fresh Adam state: the policy starts over.
-  void reinitialize(uint64_t seed);
+  virtual void reinitialize(uint64_t seed) = 0;
 
   // One REINFORCE step with Adam on
   //   loss = -mean_k(advantage_k * log p(actions_k)) - entropy_weight * mean_k(entropy_k),
@@ -119,23 +132,26 @@ class Policy {
   // (so the bonus per decision is comparable to the advantage per decision). actions: batch x
   // num_groups; when they are the batch of the last sample() and the weights have not changed
   // since, its activations are reused, otherwise the forward pass is recomputed with these actions.
-  UpdateStats update(std::span<const int32_t> actions, std::span<const double> advantages,
-                     double entropy_weight);
+  virtual UpdateStats update(std::span<const int32_t> actions, std::span<const double> advantages,
+                             double entropy_weight) = 0;
 
   // For tests: the largest |fast - reference| over all gradient entries of the loss above, divided
   // by the largest |reference| entry. Does not change the weights.
-  double check_gradients(std::span<const int32_t> actions, std::span<const double> advantages,
-                         double entropy_weight);
+  virtual double check_gradients(std::span<const int32_t> actions,
+                                 std::span<const double> advantages, double entropy_weight) = 0;
 
   // Writes weights, optimizer state and `state` to one file (Torch archive).
-  void save(const std::string& path, const TrainerState& state) const;
+  virtual void save(const std::string& path, const TrainerState& state) const = 0;
   // Reads a file written by save() into this policy (weights and optimizer state). Throws
   // ConfigError naming the path when it cannot be read or was made for another configuration.
-  TrainerState load(const std::string& path);
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  virtual TrainerState load(const std::string& path) = 0;
 };
+
+// A policy with fresh weights drawn from config.seed. features: num_groups x feature_dim,
+// row-major. allowed: num_groups x num_devices, row-major, nonzero where the group may run on the
+// device (each row has at least one). Loads the LibTorch module on first use; throws ConfigError
+// naming the module when it cannot be loaded.
+std::unique_ptr<Policy> make_policy(const PolicyConfig& config, std::span<const float> features,
+                                    std::span<const uint8_t> allowed);
 
 }  // namespace dplace::rl

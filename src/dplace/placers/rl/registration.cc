@@ -10,6 +10,7 @@
 
 #include "dplace/placers/builtin.h"
 #include "dplace/placers/rl/rl_placer.h"
+#include "dplace/placers/rl/torch_module.h"
 #include "dplace/placers/search/anneal.h"
 
 namespace dplace {
@@ -19,6 +20,7 @@ class RlPlacer final : public Placer {
   bool uses_expert_placement() const override { return true; }  // --param init=expert
 
   PlaceResult place_impl(const PlaceRequest& request) override {
+    rl::load_torch_module();  // before the clock, as in run_rl
     const auto start = std::chrono::steady_clock::now();
     const rl::RlOptions options = rl::rl_options_from_params(request.params);
     const int64_t moves = options.polish_evaluations >= 0

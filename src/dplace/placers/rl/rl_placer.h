@@ -178,7 +178,8 @@ struct RlRun {
 };
 
 // Trains the policy on request.graph / request.cluster and returns the best placement found.
-// Uses request.seed, request.budget_seconds and request.progress (lines on stderr).
+// Uses request.seed, request.budget_seconds and request.progress (lines on stderr). Loads the
+// LibTorch module (torch_module.h) first, outside the budget; throws ConfigError when it cannot.
 RlRun run_rl(const PlaceRequest& request, const RlOptions& options);
 
 }  // namespace dplace::rl

@@ -600,25 +600,25 @@ TEST(PolicyTest, HandWrittenGradientsMatchAutograd) {
     const std::vector<float> features = random_features(rng);
     std::vector<uint8_t> allowed(18, 1);
     allowed[2 * 3 + 0] = 0;
-    Policy policy(c, features, allowed);
+    const std::unique_ptr<Policy> policy = make_policy(c, features, allowed);
     ThreadPool pool(2);
-    if (chunk < 4) policy.use_pool(&pool);
+    if (chunk < 4) policy->use_parallel_for(parallel_for_on(pool));
     const int batch = 4;
     std::vector<double> uniforms(batch * 6);
     for (double& u : uniforms) u = rng.uniform01();
     std::vector<int32_t> actions;
-    policy.sample(batch, uniforms, actions);
+    policy->sample(batch, uniforms, actions);
     for (int k = 0; k < batch; ++k) EXPECT_NE(actions[k * 6 + 2], 0);
     const std::vector<double> advantages = {0.7, -1.2, 0.3, 0.2};
     for (double entropy_weight : {0.0, 0.5}) {
-      EXPECT_LT(policy.check_gradients(actions, advantages, entropy_weight), 1e-4);
+      EXPECT_LT(policy->check_gradients(actions, advantages, entropy_weight), 1e-4);
     }
     // After a few updates (weights away from their initial values) they still agree.
     for (int i = 0; i < 5; ++i) {
-      policy.sample(batch, uniforms, actions);
-      policy.update(actions, advantages, 0.1);
+      policy->sample(batch, uniforms, actions);
+      policy->update(actions, advantages, 0.1);
     }
-    EXPECT_LT(policy.check_gradients(actions, advantages, 0.1), 1e-4);
+    EXPECT_LT(policy->check_gradients(actions, advantages, 0.1), 1e-4);
   }
 }
 
@@ -635,13 +635,14 @@ TEST(PolicyTest, SamplesSharingAPrefixShareDecoderRows) {
   const std::vector<float> features = random_features(rng);
   std::vector<uint8_t> allowed(18, 1);
   allowed[2 * 3 + 0] = 0;
-  Policy shared(small_policy_config(8), features, allowed);
-  Policy unshared(small_policy_config(1), features, allowed);  // one sample per chunk
+  const std::unique_ptr<Policy> shared = make_policy(small_policy_config(8), features, allowed);
+  const std::unique_ptr<Policy> unshared =
+      make_policy(small_policy_config(1), features, allowed);  // one sample per chunk
   for (double entropy_weight : {0.0, 0.5}) {
-    EXPECT_LT(shared.check_gradients(actions, advantages, entropy_weight), 1e-4);
+    EXPECT_LT(shared->check_gradients(actions, advantages, entropy_weight), 1e-4);
   }
-  const UpdateStats a = shared.update(actions, advantages, 0.2);
-  const UpdateStats b = unshared.update(actions, advantages, 0.2);
+  const UpdateStats a = shared->update(actions, advantages, 0.2);
+  const UpdateStats b = unshared->update(actions, advantages, 0.2);
   EXPECT_DOUBLE_EQ(a.decoder_rows_fraction, 0.5);
   EXPECT_DOUBLE_EQ(b.decoder_rows_fraction, 1.0);
   EXPECT_NEAR(a.loss, b.loss, 1e-6 * std::abs(b.loss));
@@ -656,34 +657,34 @@ TEST(PolicyTest, ForcedRowsRideAlongWithTheSamples) {
   Rng rng(5);
   const std::vector<float> features = random_features(rng);
   const std::vector<uint8_t> allowed(18, 1);
-  Policy a(c, features, allowed);
-  Policy b(c, features, allowed);
+  const std::unique_ptr<Policy> a = make_policy(c, features, allowed);
+  const std::unique_ptr<Policy> b = make_policy(c, features, allowed);
   std::vector<double> uniforms(4 * 6);
   for (double& u : uniforms) u = rng.uniform01();
   const std::vector<int32_t> best = {2, 0, 1, 1, 2, 0};
   std::vector<int32_t> with_best;
   std::vector<int32_t> plain;
-  a.sample(4, uniforms, with_best, best);
-  b.sample(4, uniforms, plain);
+  a->sample(4, uniforms, with_best, best);
+  b->sample(4, uniforms, plain);
   ASSERT_EQ(with_best.size(), 5u * 6);
   EXPECT_TRUE(std::equal(plain.begin(), plain.end(), with_best.begin()));
   EXPECT_TRUE(std::equal(best.begin(), best.end(), with_best.begin() + 24));
   // Updating on all five rows gives the same weights whether the pass is reused (a) or recomputed
   // (b: its last pass had four rows).
   const std::vector<double> advantages = {0.5, -1.0, 0.2, -0.1, 1.5};
-  a.update(with_best, advantages, 0.1);
-  b.update(with_best, advantages, 0.1);
-  EXPECT_EQ(a.greedy(), b.greedy());
-  a.sample(4, uniforms, with_best);
-  b.sample(4, uniforms, plain);
+  a->update(with_best, advantages, 0.1);
+  b->update(with_best, advantages, 0.1);
+  EXPECT_EQ(a->greedy(), b->greedy());
+  a->sample(4, uniforms, with_best);
+  b->sample(4, uniforms, plain);
   EXPECT_EQ(with_best, plain);
   // Training on the forced row alone teaches the policy that placement.
   const std::vector<double> only_best = {0, 0, 0, 0, 1};
   for (int i = 0; i < 100; ++i) {
-    a.sample(4, uniforms, with_best, best);
-    a.update(with_best, only_best, 0.0);
+    a->sample(4, uniforms, with_best, best);
+    a->update(with_best, only_best, 0.0);
   }
-  EXPECT_EQ(a.greedy(), best);
+  EXPECT_EQ(a->greedy(), best);
 }
 
 TEST(RewardTest, CommandOutputIsParsed) {

@@ -1,0 +1,110 @@
+// Loads the rl placer's LibTorch module (see torch_module.h) and forwards policy.h's factories to
+// it. No LibTorch here.
+#include "dplace/placers/rl/torch_module.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "dplace/core/error.h"
+
+namespace dplace::rl {
+namespace {
+
+constexpr const char* kModuleFile = "dplace_rl_torch.so";
+constexpr const char* kModuleEnv = "DPLACE_RL_TORCH_MODULE";
+
+// The files to try, in order (see torch_module.h).
+std::vector<std::string> candidate_paths() {
+  if (const char* path = std::getenv(kModuleEnv); path != nullptr && *path != '\0') return {path};
+  std::vector<std::string> paths;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) paths.push_back((exe.parent_path() / kModuleFile).string());
+#ifdef DPLACE_RL_TORCH_MODULE_BUILD_PATH
+  if (paths.empty() || paths.front() != DPLACE_RL_TORCH_MODULE_BUILD_PATH) {
+    paths.emplace_back(DPLACE_RL_TORCH_MODULE_BUILD_PATH);
+  }
+#endif
+  return paths;
+}
+
+// The API of the module at `path`, or nullptr with `why` set.
+const TorchModuleApi* try_load(const std::string& path, std::string& why) {
+  // dlopen's own message for a missing file is long and repeats the path.
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    why = "no such file";
+    return nullptr;
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    why = error != nullptr ? error : "dlopen failed";
+    return nullptr;
+  }
+  using Entry = const TorchModuleApi* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(handle, "dplace_rl_torch_module"));
+  if (entry == nullptr) {
+    why = "not a dplace rl module (no dplace_rl_torch_module symbol)";
+    return nullptr;
+  }
+  const TorchModuleApi* api = entry();
+  if (api == nullptr || api->abi != kTorchModuleAbi ||
+      api->policy_config_bytes != sizeof(PolicyConfig) ||
+      api->trainer_state_bytes != sizeof(TrainerState) ||
+      api->update_stats_bytes != sizeof(UpdateStats) || api->make_policy == nullptr ||
+      api->read_trainer_state == nullptr) {
+    why = "built from another version of dplace; rebuild it with this dplace";
+    return nullptr;
+  }
+  return api;
+}
+
+const TorchModuleApi* load_or_explain(std::string& failure) {
+  // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, which the module may do; the policy
+  // wants one BLAS thread (policy.h). An explicit setting of the user's is kept.
+  setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+  std::string tried;
+  for (const std::string& path : candidate_paths()) {
+    std::string why;
+    if (const TorchModuleApi* api = try_load(path, why)) return api;
+    tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", path, why);
+  }
+  failure = fmt::format(
+      "placer 'rl': cannot load its LibTorch module ({}); set {} to the path of {}, which the "
+      "build writes next to the dplace binary",
+      tried, kModuleEnv, kModuleFile);
+  return nullptr;
+}
+
+}  // namespace
+
+const TorchModuleApi& load_torch_module() {
+  static std::mutex mutex;
+  static const TorchModuleApi* api = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (api == nullptr) {
+    std::string failure;
+    api = load_or_explain(failure);
+    if (api == nullptr) throw ConfigError(failure);
+  }
+  return *api;
+}
+
+std::unique_ptr<Policy> make_policy(const PolicyConfig& config, std::span<const float> features,
+                                    std::span<const uint8_t> allowed) {
+  return load_torch_module().make_policy(config, features, allowed);
+}
+
+TrainerState read_trainer_state(const std::string& path) {
+  return load_torch_module().read_trainer_state(path);
+}
+
+}  // namespace dplace::rl
