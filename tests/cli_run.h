@@ -40,8 +40,8 @@ inline fs::path temp_dir() {
   return dir;
 }
 
-// Runs `dplace ARGS` through the shell; `env`, when given, is a list of NAME=VALUE assignments for
-// the command (shell syntax, e.g. "DPLACE_RL_TORCH_MODULE=/x.so").
+// Runs `dplace ARGS` through the shell; `env`, when given, goes in front of the binary: NAME=VALUE
+// assignments (e.g. "DPLACE_RL_TORCH_MODULE=/x.so") or an env(1) call ("env -u NAME").
 inline RunResult run(const std::string& args, const std::string& env = "") {
   const fs::path out = temp_dir() / "out.txt";
   const fs::path err = temp_dir() / "err.txt";

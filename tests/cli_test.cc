@@ -382,6 +382,17 @@ TEST(CliTest, RlPlacerBadParamIsOneLineExit2) {
       "--samples and --param samples= both given");
 }
 
+// A measurement runs with the user's environment: the one BLAS thread the policy wants is not
+// passed on (a real CPU step measured with OPENBLAS_NUM_THREADS=1 would be too slow).
+TEST(CliTest, RlMeasureCommandInheritsTheUsersEnvironment) {
+  const RunResult r =
+      run("place two_tower --cluster paper-k80x2 --placer rl --param batch=8 --samples 8 "
+          "--measure-cmd 'echo {placement} >/dev/null; test -z \"$OPENBLAS_NUM_THREADS\" && echo "
+          "0.001 || echo leaked'",
+          "env -u OPENBLAS_NUM_THREADS");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // LibTorch is a module that the rl placer loads (placers/rl/torch_module.h), not a library of the
 // binary: starting dplace does not load it, every other placer runs without it, and rl without it
 // is a one-line error naming the file it tried.

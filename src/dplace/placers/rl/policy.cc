@@ -56,10 +56,10 @@ constexpr float kMaskedLogit = -1e9f;
 void configure_threads_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
-    // OpenBLAS reads the variable when it is loaded; the loader set it before loading this module,
-    // but an OpenBLAS the dplace binary loaded at start-up (through Clp) has read it already: tell
-    // it directly.
+    // One BLAS thread. The loader set OPENBLAS_NUM_THREADS=1 while this module loaded, for an
+    // OpenBLAS loaded with it; an OpenBLAS loaded before (the dplace binary's, through Clp) read
+    // the variable earlier and is told directly. The variable is not left set: measure-cmd
+    // inherits the environment.
     using SetThreads = void (*)(int);
     if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
       set(1);

@@ -25,10 +25,9 @@
 // read_trainer_state() load on first use (torch_module.h). Linking LibTorch into the dplace binary
 // made every command, `dplace --version` included, spend about a second loading Debian's LibTorch
 // and its ~300 shared libraries; now only a run of the rl placer pays it. This header is plain C++.
-// The first policy built sets OPENBLAS_NUM_THREADS=1 and tells OpenBLAS and LibTorch to use one
-// thread each: parallelism comes from the worker threads, which evaluate samples concurrently and,
-// between evaluations, decode and back-propagate chunks of samples concurrently
-// (use_parallel_for()).
+// The first policy built tells OpenBLAS and LibTorch to use one thread each: parallelism comes
+// from the worker threads, which evaluate samples concurrently and, between evaluations, decode and
+// back-propagate chunks of samples concurrently (use_parallel_for()).
 //
 // Thread safety: a Policy is used by one thread at a time.
 #pragma once

@@ -67,14 +67,24 @@ const TorchModuleApi* try_load(const std::string& path, std::string& why) {
   return api;
 }
 
+// OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, which loading the module may do, and the
+// policy wants one BLAS thread (policy.h): the variable is 1 while the module loads, unless the
+// user set it. Only then: the environment is inherited by measure-cmd, whose real step must run
+// with the user's settings, not the policy's.
+const TorchModuleApi* try_load_one_blas_thread(const std::string& path, std::string& why) {
+  constexpr const char* kVariable = "OPENBLAS_NUM_THREADS";
+  const bool user_set = std::getenv(kVariable) != nullptr;
+  if (!user_set) setenv(kVariable, "1", /*overwrite=*/1);
+  const TorchModuleApi* api = try_load(path, why);
+  if (!user_set) unsetenv(kVariable);
+  return api;
+}
+
 const TorchModuleApi* load_or_explain(std::string& failure) {
-  // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, which the module may do; the policy
-  // wants one BLAS thread (policy.h). An explicit setting of the user's is kept.
-  setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
   std::string tried;
   for (const std::string& path : candidate_paths()) {
     std::string why;
-    if (const TorchModuleApi* api = try_load(path, why)) return api;
+    if (const TorchModuleApi* api = try_load_one_blas_thread(path, why)) return api;
     tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", path, why);
   }
   failure = fmt::format(
