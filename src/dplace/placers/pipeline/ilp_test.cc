@@ -38,6 +38,20 @@ TEST(MilpTest, ReportsInfeasibility) {
   EXPECT_EQ(solve_milp(m, {}).status, MilpResult::Status::kInfeasible);
 }
 
+TEST(ThroughputIlpTest, StopsSoonAfterItsTimeLimitEvenInsideAnLpSolve) {
+  // A program whose root LP alone takes CBC seconds on the build machine (it does not check its
+  // clock there): with a 0.1 s limit it is stopped at the grace period (milp.h) at the latest.
+  std::mt19937_64 rng(11);
+  const PipelineProblem p = random_problem(rng, 1000, 4, 1, /*with_backward=*/true, false);
+  ThroughputIlpOptions options;
+  options.time_limit_s = 0.1;
+  const ThroughputIlpResult r = solve_throughput_ilp(p, options);
+  EXPECT_LT(r.seconds, options.time_limit_s + kMilpMinGraceSeconds + 1.0);
+  if (!r.feasible) {
+    EXPECT_NE(r.note.find("CBC was stopped after"), std::string::npos) << r.note;
+  }
+}
+
 TEST(ThroughputIlpTest, NonContiguousSplitBeatsEveryContiguousOne) {
   // x -> y -> z where y runs only on the CPU: the accelerator wants {x, z}, which is not convex.
   // Contiguous: the CPU must also take x or z (load 51). Non-contiguous: accelerator

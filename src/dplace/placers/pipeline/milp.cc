@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "dplace/core/error.h"
+#include "dplace/core/run_forked.h"
 
 namespace dplace {
 
@@ -146,8 +147,66 @@ struct MilpSolver {
   }
 };
 
+namespace {
+
+// A MilpResult through run_forked (the solver's values; `seconds` is the caller's).
+std::string to_bytes(const MilpResult& r) {
+  ByteWriter out;
+  out.put(r.status);
+  out.put(r.objective);
+  out.put(r.best_bound);
+  out.put(r.nodes);
+  out.put(r.values);
+  return out.take();
+}
+
+MilpResult from_bytes(const std::string& bytes) {
+  MilpResult r;
+  ByteReader in(bytes);
+  in.get(r.status);
+  in.get(r.objective);
+  in.get(r.best_bound);
+  in.get(r.nodes);
+  in.get(r.values);
+  DPLACE_CHECK(in.at_end()) << "MILP result of the wrong size from the solver's process";
+  return r;
+}
+
+}  // namespace
+
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
-  return MilpSolver::solve(model, options);
+  // CBC checks its limit between the steps of its search, not inside an LP solve: on a large
+  // model its root LP alone ran for minutes past a 10-second limit. So CBC runs in a child
+  // process, stopped when it is still running a grace period past its limit (milp.h).
+  const auto start = std::chrono::steady_clock::now();
+  const double limit_s = std::max(0.1, options.time_limit_s);
+  const double hard_limit_s = limit_s + std::max(kMilpMinGraceSeconds, kMilpGraceFactor * limit_s);
+  const ForkedRun run =
+      run_forked([&] { return to_bytes(MilpSolver::solve(model, options)); },
+                 start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(hard_limit_s)));
+  MilpResult result;
+  switch (run.outcome) {
+    case ForkedRun::Outcome::kFinished:
+      result = from_bytes(run.output);
+      break;
+    case ForkedRun::Outcome::kTimedOut:
+      result.status = MilpResult::Status::kNoSolution;
+      result.stopped_past_limit = true;
+      break;
+    case ForkedRun::Outcome::kFailed:
+      // No child (fork failed) or it died: solve here, so that a failure shows as it happens.
+      return MilpSolver::solve(model, options);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string milp_overrun_note(double time_limit_s, double seconds) {
+  return fmt::format(
+      "CBC was stopped after {:.1f} s: it ran past its {} s limit inside an LP solve, where it "
+      "does not check the clock",
+      seconds, time_limit_s);
 }
 
 }  // namespace dplace

@@ -52,8 +52,20 @@ struct MilpResult {
   double best_bound = 0;  // proven lower bound on the optimum
   double seconds = 0;
   int64_t nodes = 0;
+  // CBC was still running well past options.time_limit_s (inside an LP solve, where it does not
+  // check its clock) and was stopped: no solution and no bound (status kNoSolution).
+  bool stopped_past_limit = false;
 };
 
+// CBC runs in a child process (core/run_forked.h), stopped if it is still running
+// max(kMilpMinGraceSeconds, kMilpGraceFactor * time_limit_s) after its time limit.
+inline constexpr double kMilpGraceFactor = 0.1;
+inline constexpr double kMilpMinGraceSeconds = 2;
+
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
+
+// "CBC was stopped after S s: it ran past its L s limit inside an LP solve, where it does not
+// check the clock", for a result with stopped_past_limit.
+std::string milp_overrun_note(double time_limit_s, double seconds);
 
 }  // namespace dplace

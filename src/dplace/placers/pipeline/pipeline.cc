@@ -68,7 +68,9 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
       return;
     }
     plan.device_of_node = ilp_options.warm_start;
-    plan.note = ilp.note + "; kept the contiguous optimum";
+    plan.note =
+        ilp.note + (dp.optimal || dp.note.empty() ? "; kept the contiguous optimum"
+                                                  : "; kept the contiguous split: " + dp.note);
   } else {
     plan.device_of_node = ilp.device_of_node;
   }

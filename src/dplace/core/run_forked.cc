@@ -1,0 +1,98 @@
+#include "dplace/core/run_forked.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace dplace {
+namespace {
+
+// In the child: writes all of `bytes` to fd; false when the pipe failed.
+bool write_all(int fd, const std::string& bytes) {
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+}  // namespace
+
+ForkedRun run_forked(const std::function<std::string()>& work,
+                     std::chrono::steady_clock::time_point deadline) {
+  ForkedRun run;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    run.problem = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return run;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    run.problem = std::string("cannot fork: ") + std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    return run;
+  }
+  if (pid == 0) {
+    // The child: no destructors, no atexit handlers, no stdio flush of the parent's buffers.
+    close(fds[0]);
+    int status = 1;
+    try {
+      status = write_all(fds[1], work()) ? 0 : 1;
+    } catch (...) {
+    }
+    _exit(status);
+  }
+  close(fds[1]);
+  char buffer[1 << 16];
+  bool timed_out = false;
+  while (true) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) {
+      timed_out = true;
+      break;
+    }
+    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1;
+    pollfd reader{.fd = fds[0], .events = POLLIN, .revents = 0};
+    const int ready = poll(&reader, 1, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fds[0], buffer, sizeof buffer);
+    if (n > 0) {
+      run.output.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;  // end of the output: the child is done (or its pipe failed)
+    }
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    run.outcome = ForkedRun::Outcome::kTimedOut;
+    run.output.clear();
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    run.outcome = ForkedRun::Outcome::kFinished;
+  } else {
+    run.problem = "the child process " + describe_status(status);
+    run.output.clear();
+  }
+  return run;
+}
+
+}  // namespace dplace
