@@ -11,6 +11,7 @@
 // Thread safety: may be called from any thread; each call forks once.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -36,6 +37,19 @@ struct ForkedRun {
 
 ForkedRun run_forked(const std::function<std::string()>& work,
                      std::chrono::steady_clock::time_point deadline);
+
+// The deadline for a solver given a time limit it may overrun: time_limit_s from now plus a grace
+// period of max(kOverrunMinGraceSeconds, kOverrunGraceFactor * time_limit_s), in which a solver
+// that does check its clock stops by itself.
+inline constexpr double kOverrunGraceFactor = 0.1;
+inline constexpr double kOverrunMinGraceSeconds = 2;
+inline std::chrono::steady_clock::time_point overrun_deadline(double time_limit_s) {
+  const double seconds =
+      time_limit_s + std::max(kOverrunMinGraceSeconds, kOverrunGraceFactor * time_limit_s);
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(seconds));
+}
 
 // A result's fields as bytes, for a child of the same binary to send to its parent: values of
 // trivially copyable types, and vectors of them (length first), read back in the order written.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "dplace/core/run_forked.h"
 #include "dplace/placers/pipeline/milp.h"
 #include "dplace/placers/pipeline/pipeline.h"
 #include "dplace/placers/pipeline/test_problems.h"
@@ -40,13 +41,14 @@ TEST(MilpTest, ReportsInfeasibility) {
 
 TEST(ThroughputIlpTest, StopsSoonAfterItsTimeLimitEvenInsideAnLpSolve) {
   // A program whose root LP alone takes CBC seconds on the build machine (it does not check its
-  // clock there): with a 0.1 s limit it is stopped at the grace period (milp.h) at the latest.
+  // clock there): with a 0.1 s limit it is stopped at the grace period (run_forked.h) at the
+  // latest.
   std::mt19937_64 rng(11);
   const PipelineProblem p = random_problem(rng, 1000, 4, 1, /*with_backward=*/true, false);
   ThroughputIlpOptions options;
   options.time_limit_s = 0.1;
   const ThroughputIlpResult r = solve_throughput_ilp(p, options);
-  EXPECT_LT(r.seconds, options.time_limit_s + kMilpMinGraceSeconds + 1.0);
+  EXPECT_LT(r.seconds, options.time_limit_s + kOverrunMinGraceSeconds + 1.0);
   if (!r.feasible) {
     EXPECT_NE(r.note.find("CBC was stopped after"), std::string::npos) << r.note;
   }

@@ -179,12 +179,8 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
   // model its root LP alone ran for minutes past a 10-second limit. So CBC runs in a child
   // process, stopped when it is still running a grace period past its limit (milp.h).
   const auto start = std::chrono::steady_clock::now();
-  const double limit_s = std::max(0.1, options.time_limit_s);
-  const double hard_limit_s = limit_s + std::max(kMilpMinGraceSeconds, kMilpGraceFactor * limit_s);
-  const ForkedRun run =
-      run_forked([&] { return to_bytes(MilpSolver::solve(model, options)); },
-                 start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                             std::chrono::duration<double>(hard_limit_s)));
+  const ForkedRun run = run_forked([&] { return to_bytes(MilpSolver::solve(model, options)); },
+                                   overrun_deadline(std::max(0.1, options.time_limit_s)));
   MilpResult result;
   switch (run.outcome) {
     case ForkedRun::Outcome::kFinished:

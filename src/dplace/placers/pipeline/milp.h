@@ -57,11 +57,8 @@ struct MilpResult {
   bool stopped_past_limit = false;
 };
 
-// CBC runs in a child process (core/run_forked.h), stopped if it is still running
-// max(kMilpMinGraceSeconds, kMilpGraceFactor * time_limit_s) after its time limit.
-inline constexpr double kMilpGraceFactor = 0.1;
-inline constexpr double kMilpMinGraceSeconds = 2;
-
+// CBC runs in a child process, stopped when it is still running at overrun_deadline(time_limit_s)
+// (core/run_forked.h): CBC does not check its clock inside an LP solve.
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
 
 // "CBC was stopped after S s: it ran past its L s limit inside an LP solve, where it does not

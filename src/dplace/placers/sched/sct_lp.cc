@@ -4,7 +4,6 @@
 #include <ClpSolve.hpp>
 #include <CoinPackedMatrix.hpp>
 #include <algorithm>
-#include <chrono>
 #include <numeric>
 
 #include "dplace/core/error.h"
@@ -124,13 +123,8 @@ SctLpSolution from_bytes(const std::string& bytes) {
 SctLpSolution solve_sct_lp(const SctLpProblem& problem, double time_limit_s) {
   // Clp's presolve does not check the clock: on a 200,000-op chain it ran 139 s past a 10 s
   // limit. So Clp runs in a child process, stopped when it is still running a grace period later.
-  const double hard_limit_s =
-      time_limit_s + std::max(kSctLpMinGraceSeconds, kSctLpGraceFactor * time_limit_s);
-  const ForkedRun run =
-      run_forked([&] { return to_bytes(solve_here(problem, time_limit_s)); },
-                 std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::duration<double>(hard_limit_s)));
+  const ForkedRun run = run_forked([&] { return to_bytes(solve_here(problem, time_limit_s)); },
+                                   overrun_deadline(time_limit_s));
   switch (run.outcome) {
     case ForkedRun::Outcome::kFinished:
       return from_bytes(run.output);

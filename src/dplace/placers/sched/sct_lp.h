@@ -40,12 +40,10 @@ struct SctLpSolution {
   std::vector<double> x;            // per edge
 };
 
-// Clp runs in a child process (core/run_forked.h) and stops after time_limit_s seconds of wall
-// time (then not optimal, status "time limit reached"); when its presolve, which does not check
-// the clock, is still running max(kSctLpMinGraceSeconds, kSctLpGraceFactor * time_limit_s) later,
-// the child is stopped (time_limit_reached, no x). REQUIRES: time_limit_s > 0.
-inline constexpr double kSctLpGraceFactor = 0.1;
-inline constexpr double kSctLpMinGraceSeconds = 2;
+// Stops after time_limit_s seconds of wall time (then not optimal, status "time limit reached").
+// Clp runs in a child process, stopped when its presolve, which does not check the clock, is still
+// running at overrun_deadline(time_limit_s) (core/run_forked.h): then time_limit_reached and no x.
+// REQUIRES: time_limit_s > 0.
 SctLpSolution solve_sct_lp(const SctLpProblem& problem, double time_limit_s);
 
 // Per task, the index of its favourite child or -1: edges with x < 0.5, keeping the smallest x
