@@ -20,9 +20,9 @@ class RlPlacer final : public Placer {
   bool uses_expert_placement() const override { return true; }  // --param init=expert
 
   PlaceResult place_impl(const PlaceRequest& request) override {
+    const rl::RlOptions options = rl::rl_options_from_params(request.params);
     rl::load_torch_module();  // before the clock, as in run_rl
     const auto start = std::chrono::steady_clock::now();
-    const rl::RlOptions options = rl::rl_options_from_params(request.params);
     const int64_t moves = options.polish_evaluations >= 0
                               ? options.polish_evaluations
                               : rl::kPolishFactor * default_anneal_evaluations(*request.graph);
