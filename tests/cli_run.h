@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include "dplace/core/scratch_dir.h"
+
 namespace dplace::cli_testing {
 
 namespace fs = std::filesystem;
@@ -31,13 +33,9 @@ inline std::string read_all(const fs::path& p) {
   return s.str();
 }
 
-inline fs::path temp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("dplace_cli_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+// The per-process scratch directory (core/scratch_dir.h), removed when the test exits.
+inline const fs::path& temp_dir() {
+  return scratch_dir();
 }
 
 // Runs `dplace ARGS` through the shell; `env`, when given, goes in front of the binary: NAME=VALUE

@@ -13,6 +13,7 @@
 
 #include "dplace/cluster/cluster_json.h"
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 
 namespace dplace {
 namespace {
@@ -188,9 +189,7 @@ TEST(PresetsTest, UnknownPresetListsTheKnownOnes) {
 }
 
 TEST(PresetsTest, LoadClusterReadsJsonFilesAndWriterRoundTripsPresets) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("dplace_presets_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = scratch_dir();
   for (const std::string& name : preset_names()) {
     SCOPED_TRACE(name);
     const Cluster c = load_preset(name);

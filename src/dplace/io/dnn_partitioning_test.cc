@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 #include "dplace/io/importers.h"
 
 namespace dplace {
@@ -16,9 +17,7 @@ const std::string kDir = std::string(DPLACE_TEST_DATA_DIR) + "/workloads/msr-dnn
 
 // Writes `text` to a fresh file in the test's temp directory and returns its path.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "dplace_dnn_partitioning_test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / name).string();
+  const std::string path = scratch_path(name);
   std::ofstream(path) << text;
   return path;
 }

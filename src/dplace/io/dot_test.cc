@@ -11,6 +11,7 @@
 
 #include "dplace/cluster/cluster_json.h"
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 
 namespace dplace {
 namespace {
@@ -217,11 +218,7 @@ TEST(DotTest, BigPicturesCapGraphvizLayoutPasses) {
 
 class DotFileTest : public ::testing::Test {
  protected:
-  std::string path(const std::string& name) {
-    return (std::filesystem::temp_directory_path() /
-            ("dplace_dot_test_" + std::to_string(::getpid()) + "_" + name))
-        .string();
-  }
+  std::string path(const std::string& name) { return scratch_path(name); }
   Graph graph_ = small_graph();
   Cluster cluster_ = two_gpus();
   Placement placement_{{DeviceId(0), DeviceId(1), DeviceId(1), DeviceId(2)}};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 
 namespace dplace {
 namespace {
@@ -27,11 +28,7 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("dplace_graph_json_test_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
+std::string temp_path(const std::string& name) { return scratch_path(name); }
 
 TEST(GraphJsonTest, ReadsEveryFieldOfTheDesignExample) {
   const Graph g = read_graph_file(kData + "/io/tiny_graph.json");

@@ -16,6 +16,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/core/json.h"
+#include "dplace/core/scratch_dir.h"
 #include "dplace/io/importers.h"
 
 namespace dplace {
@@ -63,11 +64,7 @@ const Op& op_named(const Graph& g, const std::string& name) {
   return g.op(*id);
 }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("dplace_onnx_test_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
+std::string temp_path(const std::string& name) { return scratch_path(name); }
 
 // Builds small ONNX models inline.
 class ModelBuilder {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 #include "dplace/io/importers.h"
 
 namespace dplace {
@@ -21,9 +22,7 @@ const std::string kData = DPLACE_TEST_DATA_DIR;
 const std::string kProfiles = kData + "/workloads/pipedream-profiles";
 
 std::string temp_file(const std::string& name, const std::string& text) {
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("dplace_pipedream_test_" + std::to_string(::getpid()) + "_" + name))
-                         .string();
+  const std::string path = scratch_path(name);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
   return path;
 }

@@ -11,6 +11,7 @@
 
 #include "dplace/cluster/cluster_json.h"
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 #include "dplace/io/graph_json.h"
 
 namespace dplace {
@@ -41,9 +42,7 @@ TEST_F(PlacementJsonTest, ToJsonNamesGraphClusterAndEveryOp) {
 
 TEST_F(PlacementJsonTest, FileRoundTripKeepsGraphOrderOnePerLine) {
   const Placement p{{cpu_, gpu_, cpu_}};
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("dplace_placement_test_" + std::to_string(::getpid()) + ".json"))
-                               .string();
+  const std::string path = scratch_path("placement.json");
   write_placement_file(graph_, cluster_, p, path);
   EXPECT_EQ(read_placement_file(path, graph_, cluster_), p);
   std::ifstream in(path);

@@ -11,6 +11,7 @@
 
 #include "dplace/cluster/cluster_json.h"
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 
 namespace dplace {
 namespace {
@@ -147,9 +148,7 @@ TEST_F(TraceTest, DocumentFollowsTheTraceEventFormat) {
 }
 
 TEST_F(TraceTest, FileHoldsTheSameDocument) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("dplace_trace_test_" + std::to_string(::getpid()) + ".json"))
-                               .string();
+  const std::string path = scratch_path("trace.json");
   write_trace_file(graph_, cluster_, result_, path);
   EXPECT_EQ(read_json_file(path), trace_to_json(graph_, cluster_, result_));
   std::filesystem::remove(path);

@@ -15,6 +15,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/core/rng.h"
+#include "dplace/core/scratch_dir.h"
 #include "dplace/core/thread_pool.h"
 #include "dplace/placers/rl/policy.h"
 #include "dplace/placers/rl/reward.h"
@@ -191,10 +192,7 @@ TEST(RlPlacerTest, SameSeedGivesSameRunForAnyThreadCount) {
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          (name + "-" + std::to_string(getpid()) + "-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-      .string();
+  return scratch_path(name + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
@@ -544,14 +542,12 @@ TEST(RlPlacerTest, MeasureCommandProvidesTheReward) {
   const auto p = two_towers();
   // fake_measure.py: 1 ms + 10 ms per op on the CPU + 1 ms per extra device used; "oom" when
   // A1 is on /gpu:1. Best: everything on /gpu:0 (1 ms). The script logs each measurement.
-  const std::filesystem::path log =
-      std::filesystem::temp_directory_path() / fmt::format("dplace_rl_measured_{}", getpid());
+  const std::string log = scratch_path("measured.log");
   std::filesystem::remove(log);
-  const RlRun r =
-      run(*p, 4,
-          {{"samples", "96"},
-           {"batch", "8"},
-           {"measure-cmd", script("fake_measure.py") + " {placement} --log " + log.string()}});
+  const RlRun r = run(*p, 4,
+                      {{"samples", "96"},
+                       {"batch", "8"},
+                       {"measure-cmd", script("fake_measure.py") + " {placement} --log " + log}});
   EXPECT_NEAR(r.best_step_time_s, 1e-3, 1e-12);
   for (size_t i = 0; i < p->graph.num_ops(); ++i) {
     EXPECT_EQ(r.result.placement.device_of_op[i], DeviceId(1));
