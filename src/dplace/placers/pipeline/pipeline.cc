@@ -19,12 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<int> nodes_from_units(const UnitDag& dag, const std::vector<int>& device_of_unit) {
-  std::vector<int> out(dag.unit_of_node.size());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = device_of_unit[dag.unit_of_node[i]];
-  return out;
-}
-
 double relative_gap(double value, double bound) {
   if (!(value > 0)) return 0.0;
   return std::max(0.0, (value - bound) / value);
@@ -47,7 +41,7 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
   }
   if (opt.contiguous) {
     plan.method = dp.num_ideals > 0 ? "ideal-dp" : "chain-dp";
-    plan.device_of_node = nodes_from_units(dag, dp.device_of_unit);
+    plan.device_of_node = device_of_nodes(dag, dp.device_of_unit);
     plan.optimal = dp.optimal;
     evaluate_plan(p, plan);
     plan.objective_s = plan.max_load_s;
@@ -59,7 +53,7 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
   ThroughputIlpOptions ilp_options;
   ilp_options.time_limit_s = opt.time_limit_s;
   ilp_options.threads = opt.threads;
-  if (dp.feasible) ilp_options.warm_start = nodes_from_units(dag, dp.device_of_unit);
+  if (dp.feasible) ilp_options.warm_start = device_of_nodes(dag, dp.device_of_unit);
   const ThroughputIlpResult ilp = solve_throughput_ilp(p, ilp_options);
   plan.method = "ilp-cbc";
   if (!ilp.feasible) {

@@ -9,6 +9,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/placers/pipeline/ideals.h"
+#include "dplace/placers/pipeline/refine.h"
 
 namespace dplace {
 
@@ -602,6 +603,29 @@ UnitDag coarsen_chains(const UnitDag& dag, const std::vector<double>& unit_work,
   return c;
 }
 
+// A split that is not proven optimal: improve it by local search, and say so in the note.
+void refine_unproven(const PipelineProblem& p, const UnitDag& dag,
+                     const ThroughputDpOptions& options, Clock::time_point deadline,
+                     ThroughputDpResult& result) {
+  if (!options.refine || !result.feasible) return;
+  // The time left, but at least a tenth of the limit (the DP may have used all of it).
+  const double left_s = std::chrono::duration<double>(deadline - Clock::now()).count();
+  const auto start = Clock::now();
+  ContiguousRefineOptions refine;
+  refine.seed = options.refine_seed;
+  refine.time_limit_s = std::max(left_s, 0.1 * options.time_limit_s);
+  const ContiguousRefineResult r = refine_contiguous_split(p, dag, result.device_of_unit, refine);
+  result.refine_seconds = seconds_since(start);
+  if (!(r.max_load_s < result.max_load_s)) return;
+  result.refine_start_s = result.max_load_s;
+  result.max_load_s = r.max_load_s;
+  result.device_of_unit = r.device_of_unit;
+  result.note +=
+      fmt::format("; local search improved it from {:.4f} to {:.4f} ms in {:.1f} s{}",
+                  1e3 * result.refine_start_s, 1e3 * result.max_load_s, result.refine_seconds,
+                  r.stopped_by_time_limit ? " (stopped by the time limit)" : "");
+}
+
 }  // namespace
 
 double chain_throughput_dp(const PipelineProblem& p, const UnitDag& dag,
@@ -659,6 +683,7 @@ ThroughputDpResult solve_contiguous_throughput(const PipelineProblem& p, const U
     result.feasible = chain_value < kInf;
     result.device_of_unit = chain_assignment;
     result.max_load_s = chain_value;
+    refine_unproven(p, dag, options, deadline, result);
     return result;
   }
   result.num_ideals = lattice->size();
@@ -710,6 +735,7 @@ ThroughputDpResult solve_contiguous_throughput(const PipelineProblem& p, const U
   if (!finished) {
     result.note = fmt::format("time limit {} s reached: best split so far, not proven optimal",
                               options.time_limit_s);
+    refine_unproven(p, dag, options, deadline, result);
   }
   return result;
 }

@@ -22,6 +22,8 @@
 //    no larger value) or hopeless (the remaining units' least work exceeds the remaining devices
 //    times UB).
 // The result is exact: it is the best split with value < UB if one exists, else the chain split.
+// When it cannot be (the ideals exceed the memory budget, or the time limit stops the search), the
+// best split found is improved by a local search over contiguous splits (refine.h).
 //
 // Thread safety: pure function.
 #pragma once
@@ -47,6 +49,12 @@ struct ThroughputDpOptions {
   bool coarsen = true;
   // Default: 0 (no limit beyond the memory budget). At most this many ideals.
   size_t max_ideals = 0;
+  // Default: true. When the split is not proven optimal (too many ideals, or the time limit),
+  // improve it by local search over contiguous splits (refine.h), within the time left or a tenth
+  // of time_limit_s, whichever is longer; the result stays "not proven optimal".
+  bool refine = true;
+  // Default: 1. Seed of that local search.
+  uint64_t refine_seed = 1;
 };
 
 struct ThroughputDpResult {
@@ -64,6 +72,8 @@ struct ThroughputDpResult {
   double enumerate_seconds = 0;     // chains and ideals
   double coarse_seconds = 0;        // the coarse DP
   double dp_seconds = 0;
+  double refine_start_s = 0;  // value before the local search (0: it did not run or improve)
+  double refine_seconds = 0;
   std::string note;  // why the result is not optimal, if it is not
 };
 

@@ -152,15 +152,8 @@ TEST(ThroughputDpTest, CoarseBoundDoesNotChangeTheOptimum) {
   EXPECT_LT(a.coarse_ideals, a.num_ideals);
   EXPECT_LE(a.max_load_s, a.coarse_upper_bound_s + 1e-12);
   EXPECT_LE(a.pairs_visited, b.pairs_visited);
-  EXPECT_NEAR(evaluate_pipeline(p,
-                                [&] {
-                                  std::vector<int> out(p.nodes.size());
-                                  for (size_t i = 0; i < out.size(); ++i)
-                                    out[i] = a.device_of_unit[dag.unit_of_node[i]];
-                                  return out;
-                                }())
-                  .max_load_s,
-              a.max_load_s, 1e-9);
+  EXPECT_NEAR(evaluate_pipeline(p, device_of_nodes(dag, a.device_of_unit)).max_load_s, a.max_load_s,
+              1e-9);
 }
 
 TEST(ThroughputDpTest, FallsBackToTheChainBeyondTheMemoryBudget) {
@@ -175,6 +168,40 @@ TEST(ThroughputDpTest, FallsBackToTheChainBeyondTheMemoryBudget) {
   EXPECT_FALSE(r.optimal);
   EXPECT_EQ(r.num_ideals, 0u);
   EXPECT_NE(r.note.find("ideals"), std::string::npos);
+  // The chain split, then the local search (refine.h), which may only improve it.
+  EXPECT_LE(r.max_load_s, r.chain_upper_bound_s);
+  EXPECT_NEAR(evaluate_pipeline(p, device_of_nodes(dag, r.device_of_unit)).max_load_s, r.max_load_s,
+              1e-9);
+  options.refine = false;
+  const ThroughputDpResult chain = solve_contiguous_throughput(p, dag, options);
+  EXPECT_DOUBLE_EQ(chain.max_load_s, chain.chain_upper_bound_s);
+  EXPECT_EQ(chain.note.find("local search"), std::string::npos);
+}
+
+TEST(ThroughputDpTest, LocalSearchImprovesTheChainSplitBeyondTheMemoryBudget) {
+  // An unrolled two-layer recurrence, numbered step by step (layer l, step t: node 2 t + l):
+  // tensors of cost 3 along each layer, 0.1 from layer 0 to layer 1, time 1 per node, two
+  // accelerators. Both chain heuristics interleave the layers, so every prefix split cuts both
+  // layers' recurrent tensors; the optimum gives each layer a device: 6 + 6 x 0.1 = 6.6.
+  // max_ideals = 10 forces the fallback.
+  PipelineProblem p = make_problem(2, 0);
+  for (int i = 0; i < 12; ++i) add_node(p, 1, 10);
+  for (int t = 0; t < 6; ++t) {
+    add_tensor(p, 2 * t, {uint32_t(2 * t + 1)}, 0.1);  // layer 0's output, read by layer 1
+    if (t + 1 < 6) {
+      add_tensor(p, 2 * t, {uint32_t(2 * t + 2)}, 3);  // the recurrent states
+      add_tensor(p, 2 * t + 1, {uint32_t(2 * t + 3)}, 3);
+    }
+  }
+  const UnitDag dag = build_unit_dag(p);
+  ThroughputDpOptions options;
+  options.max_ideals = 10;
+  const ThroughputDpResult r = solve_contiguous_throughput(p, dag, options);
+  EXPECT_FALSE(r.optimal);
+  EXPECT_GT(r.chain_upper_bound_s, 7.0);
+  EXPECT_NEAR(r.max_load_s, 6.6, 1e-12);
+  EXPECT_NEAR(r.max_load_s, brute_force_throughput(p, true), 1e-12);
+  EXPECT_NE(r.note.find("local search improved it"), std::string::npos) << r.note;
 }
 
 }  // namespace

@@ -216,4 +216,10 @@ std::vector<uint32_t> depth_first_topological_order(const UnitDag& dag) {
   return order;
 }
 
+std::vector<int> device_of_nodes(const UnitDag& dag, const std::vector<int>& device_of_unit) {
+  std::vector<int> out(dag.unit_of_node.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = device_of_unit[dag.unit_of_node[i]];
+  return out;
+}
+
 }  // namespace dplace

@@ -54,6 +54,9 @@ UnitDag build_unit_dag(const PipelineProblem& problem);
 // which interleaves parallel branches.
 std::vector<uint32_t> depth_first_topological_order(const UnitDag& dag);
 
+// The device of every node, from a device per unit (nodes follow their unit).
+std::vector<int> device_of_nodes(const UnitDag& dag, const std::vector<int>& device_of_unit);
+
 // Class index per node for colour classes only (step 1), numbered by first node; and the count.
 struct ColourClasses {
   std::vector<uint32_t> class_of_node;

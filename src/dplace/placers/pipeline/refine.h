@@ -1,0 +1,59 @@
+// Local search over contiguous splits (not in Tarnawski et al.): improves a split when the exact
+// DP over ideals cannot run (too many ideals for its memory budget, as on unrolled recurrent
+// networks) or stops at its time limit.
+//
+// A contiguous split is kept as an ordered sequence of stages, one per device (empty stages are
+// idle devices); a unit's stage is never after a successor's, so every state of the search is a
+// contiguous split. Moves, proposed at random:
+//  * block move: a unit and its descendants inside its stage (or its ancestors, moving backward)
+//    go to the adjacent stage in the sequence; block sizes are log-uniform up to a cap;
+//  * device swap: two stages exchange their devices (matters for device types and memory caps);
+//  * idle device: an empty stage moves to another place in the sequence, so that later block
+//    moves can fill it.
+// Every move keeps memory caps and allowed device types. Loads are the paper's (evaluate_pipeline)
+// and are updated incrementally: a block move changes the loads of its two stages only.
+// Acceptance is simulated annealing on max load + `spread_weight` x mean load over the devices (the
+// second term rewards cutting fewer tensors on the plateaus of the max); the best split by max
+// load is returned.
+//
+// Deterministic: the move sequence depends only on the seed and the number of moves; the time
+// limit is a safety cap (the result says when it stopped the search).
+//
+// Thread safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dplace/placers/pipeline/problem.h"
+#include "dplace/placers/pipeline/units.h"
+
+namespace dplace {
+
+struct ContiguousRefineOptions {
+  uint64_t moves = 0;          // proposals. Default 0: 400 per unit, within [2e5, 4e6].
+  uint64_t seed = 1;           // Default: 1.
+  double time_limit_s = 60;    // safety cap. Default: 60.
+  double t_start = 0.1;        // temperature at the start, times the start cost. Default: 0.1.
+  double t_end = 1e-4;         // at the end, times the start cost. Default: 1e-4.
+  double spread_weight = 0.5;  // weight of the mean device load in the cost. Default: 0.5.
+  int max_block = 0;           // largest block move. Default 0: max(8, units / 16).
+};
+
+struct ContiguousRefineResult {
+  std::vector<int> device_of_unit;  // the best split (the start when nothing was better)
+  double max_load_s = 0;            // its max load (infinity when the start was infeasible)
+  double start_max_load_s = 0;
+  uint64_t moves_tried = 0;
+  uint64_t moves_accepted = 0;
+  bool stopped_by_time_limit = false;
+};
+
+// REQUIRES: start_device_of_unit is a contiguous split of `dag` (global device per unit) that
+// respects memory caps and allowed types; otherwise the start is returned unchanged with
+// max_load_s = infinity.
+ContiguousRefineResult refine_contiguous_split(const PipelineProblem& problem, const UnitDag& dag,
+                                               const std::vector<int>& start_device_of_unit,
+                                               const ContiguousRefineOptions& options);
+
+}  // namespace dplace
