@@ -18,10 +18,12 @@ uint64_t splitmix64(uint64_t& state) {
 // Depth-first enumeration in discovery order (see the header).
 class Enumerator {
  public:
+  // count_only: count the ideals (up to max_ideals) without storing them.
   Enumerator(const UnitDag& dag, size_t max_ideals, const std::vector<uint64_t>& keys,
-             const std::vector<double>& unit_weight)
+             const std::vector<double>& unit_weight, bool count_only = false)
       : dag_(dag),
         max_ideals_(max_ideals),
+        count_only_(count_only),
         keys_(keys),
         unit_weight_(unit_weight),
         words_((dag.num_units + 63) / 64) {
@@ -53,10 +55,12 @@ class Enumerator {
   bool in_cur(uint32_t u) const { return (cur_[u >> 6] >> (u & 63)) & 1; }
 
   void record(uint32_t size, const std::vector<uint32_t>& outside) {
-    if (hashes_.size() >= max_ideals_) {
+    if (count_ >= max_ideals_) {
       overflow_ = true;
       return;
     }
+    ++count_;
+    if (count_only_) return;
     bits_.insert(bits_.end(), cur_.begin(), cur_.end());
     hashes_.push_back(hash_);
     cardinality_.push_back(size);
@@ -104,6 +108,8 @@ class Enumerator {
 
   const UnitDag& dag_;
   size_t max_ideals_;
+  bool count_only_;
+  size_t count_ = 0;
   const std::vector<uint64_t>& keys_;
   const std::vector<double>& unit_weight_;
   size_t words_;
@@ -128,6 +134,12 @@ std::optional<IdealLattice> IdealLattice::build(const UnitDag& dag, size_t max_i
   DPLACE_CHECK(unit_weight.empty() || unit_weight.size() == dag.num_units) << "one weight per unit";
   const size_t m = dag.num_units;
   uint64_t seed = 0x5EEDBA5E0F1DEA15ULL;
+  // Count first, storing nothing: on a DAG with far too many ideals (an unrolled recurrent
+  // network) storing them up to the limit took most of the time and about 1.6 GB.
+  {
+    const std::vector<uint64_t> no_keys(m, 0);
+    if (!Enumerator(dag, max_ideals, no_keys, {}, /*count_only=*/true).run()) return std::nullopt;
+  }
   for (int attempt = 0; attempt < 4; ++attempt) {
     std::vector<uint64_t> keys(m);
     for (uint64_t& k : keys) k = splitmix64(seed);
