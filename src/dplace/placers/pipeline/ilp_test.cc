@@ -55,15 +55,7 @@ TEST(ThroughputIlpTest, StopsSoonAfterItsTimeLimitEvenInsideAnLpSolve) {
 }
 
 TEST(ThroughputIlpTest, NonContiguousSplitBeatsEveryContiguousOne) {
-  // x -> y -> z where y runs only on the CPU: the accelerator wants {x, z}, which is not convex.
-  // Contiguous: the CPU must also take x or z (load 51). Non-contiguous: accelerator
-  // 5 + 5 + 0.5 (x leaves) + 0.5 (y enters) = 11, CPU 1.
-  PipelineProblem p = make_problem(1, 1);
-  add_node(p, 5, 50);             // x
-  add_node(p, kInfiniteTime, 1);  // y
-  add_node(p, 5, 50);             // z
-  add_tensor(p, 0, {1}, 0.5);
-  add_tensor(p, 1, {2}, 0.5);
+  const PipelineProblem p = testing_pipeline::cpu_op_between_two_accelerator_ops();
   EXPECT_DOUBLE_EQ(brute_force_throughput(p, true), 51.0);
   const double any = brute_force_throughput(p, false);
   EXPECT_DOUBLE_EQ(any, 11.0);

@@ -18,11 +18,12 @@ using Clock = std::chrono::steady_clock;
 // The search state: stages ("slots", one per device) in a sequence, a slot per unit, and per slot
 // the sums the paper's load needs for every device type, so that a slot's load under another
 // device's type is O(1).
-class ContiguousSearch {
+class SplitSearch {
  public:
-  ContiguousSearch(const PipelineProblem& p, const UnitDag& dag)
+  SplitSearch(const PipelineProblem& p, const UnitDag& dag, bool contiguous)
       : p_(p),
         dag_(dag),
+        contiguous_(contiguous),
         num_slots_(static_cast<size_t>(p.num_devices())),
         num_types_(p.types.size()) {}
 
@@ -54,7 +55,7 @@ class ContiguousSearch {
     for (size_t s = 0; s < S; ++s) {
       if (!fits(s, slot_device_[s])) return false;
     }
-    if (!order_slots()) return false;
+    if (!order_slots() && contiguous_) return false;
     loads_.resize(S);
     for (size_t s = 0; s < S; ++s) loads_[s] = slot_load(s, slot_device_[s]);
     return true;
@@ -80,7 +81,7 @@ class ContiguousSearch {
   bool propose(Rng& rng, double temp, double weight, int max_block) {
     const double r = rng.uniform01();
     if (r < 0.1 && num_slots_ > 1) return propose_swap(rng, temp, weight);
-    if (r < 0.2) {
+    if (r < 0.2 && contiguous_) {
       if (propose_idle_move(rng)) return true;
     }
     return propose_block(rng, temp, weight, max_block);
@@ -89,6 +90,7 @@ class ContiguousSearch {
  private:
   const PipelineProblem& p_;
   const UnitDag& dag_;
+  bool contiguous_;
   size_t num_slots_;
   size_t num_types_;
 
@@ -267,13 +269,22 @@ class ContiguousSearch {
     const auto u = static_cast<uint32_t>(rng.uniform_int(n));
     const bool forward = rng.uniform01() < 0.5;
     const uint32_t a = unit_slot_[u];
-    const uint32_t pa = pos_of_[a];
-    if (forward ? pa + 1 >= num_slots_ : pa == 0) return false;
-    const uint32_t b = slot_at_[forward ? pa + 1 : pa - 1];
-    const auto limit = static_cast<size_t>(
-        std::floor(std::exp(rng.uniform01() * std::log(double(max_block) + 1.0))));
+    uint32_t b = 0;
+    if (contiguous_) {
+      const uint32_t pa = pos_of_[a];
+      if (forward ? pa + 1 >= num_slots_ : pa == 0) return false;
+      b = slot_at_[forward ? pa + 1 : pa - 1];
+    } else {
+      if (num_slots_ < 2) return false;
+      b = static_cast<uint32_t>(rng.uniform_int(num_slots_ - 1));
+      if (b >= a) ++b;
+    }
+    const size_t limit = std::max<size_t>(
+        1, static_cast<size_t>(
+               std::floor(std::exp(rng.uniform01() * std::log(double(max_block) + 1.0)))));
 
-    // The block: u and its descendants (ancestors, moving backward) on slot a.
+    // The block. Contiguous: u and its descendants (ancestors, moving backward) on slot a, all
+    // or nothing. Otherwise: u and up to limit - 1 of its neighbours on slot a, breadth first.
     if (stamp_.size() != n) stamp_.assign(n, 0);
     if (++epoch_ == 0) {
       std::fill(stamp_.begin(), stamp_.end(), 0);
@@ -282,13 +293,18 @@ class ContiguousSearch {
     block_.clear();
     block_.push_back(u);
     stamp_[u] = epoch_;
-    for (size_t i = 0; i < block_.size(); ++i) {
-      const auto& next = forward ? dag_.succ[block_[i]] : dag_.pred[block_[i]];
-      for (uint32_t v : next) {
-        if (unit_slot_[v] != a || stamp_[v] == epoch_) continue;
-        if (block_.size() >= std::max<size_t>(limit, 1)) return false;
-        stamp_[v] = epoch_;
-        block_.push_back(v);
+    for (size_t i = 0; i < block_.size() && (contiguous_ || block_.size() < limit); ++i) {
+      for (int side = 0; side < (contiguous_ ? 1 : 2); ++side) {
+        const bool down = contiguous_ ? forward : side == 0;
+        for (uint32_t v : down ? dag_.succ[block_[i]] : dag_.pred[block_[i]]) {
+          if (unit_slot_[v] != a || stamp_[v] == epoch_) continue;
+          if (block_.size() >= limit) {
+            if (contiguous_) return false;
+            break;
+          }
+          stamp_[v] = epoch_;
+          block_.push_back(v);
+        }
       }
     }
 
@@ -383,24 +399,29 @@ class ContiguousSearch {
 
 }  // namespace
 
-ContiguousRefineResult refine_contiguous_split(const PipelineProblem& problem, const UnitDag& dag,
-                                               const std::vector<int>& start_device_of_unit,
-                                               const ContiguousRefineOptions& options) {
+SplitRefineResult refine_split(const PipelineProblem& problem, const UnitDag& dag,
+                               const std::vector<int>& start_device_of_unit,
+                               const SplitRefineOptions& options) {
   const auto start = Clock::now();
-  ContiguousRefineResult result;
+  SplitRefineResult result;
   result.device_of_unit = start_device_of_unit;
   result.max_load_s = kInf;
   result.start_max_load_s = kInf;
-  ContiguousSearch search(problem, dag);
+  SplitSearch search(problem, dag, options.contiguous);
   if (dag.num_units == 0 || !search.load(start_device_of_unit)) return result;
   result.start_max_load_s = result.max_load_s = search.max_load();
   if (std::isinf(result.max_load_s)) return result;
 
-  const uint64_t moves =
-      options.moves > 0 ? options.moves
-                        : std::clamp<uint64_t>(400 * uint64_t(dag.num_units), 200'000, 4'000'000);
-  const int max_block =
-      options.max_block > 0 ? options.max_block : std::max(8, int(dag.num_units / 16));
+  const uint64_t per_unit = options.contiguous ? 400 : 200;
+  const uint64_t moves = options.moves > 0
+                             ? options.moves
+                             : std::clamp<uint64_t>(per_unit * uint64_t(dag.num_units), 200'000,
+                                                    options.contiguous ? 4'000'000 : 2'000'000);
+  // Non-contiguous blocks are taken as they come (breadth first, up to the drawn size), so most
+  // are large unless capped; contiguous ones are all-or-nothing closures, mostly small.
+  const int max_block = options.max_block > 0 ? options.max_block
+                        : options.contiguous  ? std::max(8, int(dag.num_units / 16))
+                                              : std::clamp(int(dag.num_units / 16), 8, 64);
   const double start_cost = search.cost(options.spread_weight);
   const double t0 = options.t_start * start_cost;
   const double ratio = options.t_end / options.t_start;

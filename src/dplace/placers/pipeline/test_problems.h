@@ -51,6 +51,19 @@ inline void add_tensor(PipelineProblem& p, uint32_t producer, std::vector<uint32
   p.tensors.push_back(t);
 }
 
+// x -> y -> z on one accelerator and one CPU core, where y runs only on the CPU: the accelerator
+// wants {x, z}, which is not convex. Best contiguous split: 51 (the CPU also takes x or z); best
+// split: 11 (accelerator 5 + 5 + 0.5 for x leaving + 0.5 for y entering; CPU 1).
+inline PipelineProblem cpu_op_between_two_accelerator_ops() {
+  PipelineProblem p = make_problem(1, 1);
+  add_node(p, 5, 50);             // x
+  add_node(p, kInfiniteTime, 1);  // y
+  add_node(p, 5, 50);             // z
+  add_tensor(p, 0, {1}, 0.5);
+  add_tensor(p, 1, {2}, 0.5);
+  return p;
+}
+
 // A random DAG of n nodes: edges only from lower to higher index, some colours shared, some
 // backward nodes paired with forward ones by colour.
 inline PipelineProblem random_problem(std::mt19937_64& rng, int n, int accels, int cpus,

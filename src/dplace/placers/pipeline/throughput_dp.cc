@@ -611,12 +611,12 @@ void refine_unproven(const PipelineProblem& p, const UnitDag& dag,
   // The time left, but at least a tenth of the limit (the DP may have used all of it).
   const double left_s = std::chrono::duration<double>(deadline - Clock::now()).count();
   const auto start = Clock::now();
-  ContiguousRefineOptions refine;
+  SplitRefineOptions refine;
   refine.seed = options.refine_seed;
   refine.time_limit_s = std::max(left_s, 0.1 * options.time_limit_s);
-  const ContiguousRefineResult r = refine_contiguous_split(p, dag, result.device_of_unit, refine);
+  const SplitRefineResult r = refine_split(p, dag, result.device_of_unit, refine);
   result.refine_seconds = seconds_since(start);
-  if (!(r.max_load_s < result.max_load_s)) return;
+  if (!(r.max_load_s < result.max_load_s * (1 - 1e-9))) return;
   result.refine_start_s = result.max_load_s;
   result.max_load_s = r.max_load_s;
   result.device_of_unit = r.device_of_unit;
