@@ -203,6 +203,26 @@ TEST(CliTest, PipelineSplitAcrossUnlinkedDevicesIsOneLineWhenWritten) {
                         "cluster 'unlinked': the split cannot be written");
 }
 
+TEST(CliTest, PipelineSeedChoosesTheLocalSearchAndTheSameSeedTheSameSplit) {
+  // A small unrolled NMT still has millions of ideals, so the DP falls back to the chain split
+  // and the seeded local search (placers/pipeline/refine.h) improves it, or not, by seed.
+  const std::string command =
+      "pipeline nmt --seq 6 --hidden 256 --vocab 1000 --batch 16 --cluster paper-k80x4 "
+      "--contiguous";
+  const fs::path a = temp_dir() / "seed1_a.json", b = temp_dir() / "seed1_b.json",
+                 c = temp_dir() / "seed2.json";
+  const RunResult first = run(command + " --seed 1 -o " + a.string());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("local search improved it from 4.0645 to 3.7836 ms"), std::string::npos)
+      << first.out;
+  ASSERT_EQ(run(command + " --seed 1 -o " + b.string()).exit_code, 0);
+  EXPECT_EQ(read_all(a), read_all(b));
+  const RunResult other = run(command + " --seed 2 -o " + c.string());
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(read_all(a), read_all(c));
+  EXPECT_EQ(other.out.find("local search improved"), std::string::npos) << other.out;
+}
+
 TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {
   // It used to reach the expert placer (and anneal's start) unchecked and abort the run.
   const fs::path graph = temp_dir() / "colocated.json";

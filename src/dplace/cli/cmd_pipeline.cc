@@ -1,11 +1,14 @@
 // dplace pipeline GRAPH [--cluster C] [--objective throughput|latency] [--contiguous]
-//                       [--latency-method ilp|greedy] [--time-limit S] [--json] [-o P.json]
+//                       [--latency-method ilp|greedy] [--time-limit S] [--seed N] [--json] [-o
+//                       P.json]
 //                       [--trace T.json] [--dot F]
 //
 // Pipeline partitioning of Tarnawski et al. (NeurIPS 2020), docs/pipeline.md:
 //  * --objective throughput --contiguous: the exact DP over ideals (minimum max-load);
 //  * --objective throughput without --contiguous: the non-contiguous integer program (CBC, within
-//    --time-limit, warm-started with the contiguous optimum; the gap is reported);
+//    --time-limit, warm-started with the contiguous optimum or a local search's split; the gap is
+//    reported). Where the DP cannot prove its split optimal, and before CBC, a seeded local search
+//    improves the split (--seed);
 //  * --objective latency: the single-sample-latency integer program (CBC) or its greedy baseline.
 // Without --cluster, a dnn-partitioning file's implied cluster is used. The plan is also
 // simulated as one ordinary step (docs/simulator.md) so that -o/--trace/--dot work as for
@@ -28,6 +31,7 @@ struct PipelineArgs {
   bool contiguous = false;
   std::optional<std::string> latency_method;  // default ilp; latency objective only
   double time_limit_s = 60;
+  uint64_t seed = 1;
   OutputArgs out;
 };
 
@@ -56,6 +60,7 @@ void run_pipeline(const PipelineArgs& args) {
     throw ConfigError(fmt::format("--time-limit {}: must be positive", args.time_limit_s));
   }
   options.time_limit_s = args.time_limit_s;
+  options.seed = args.seed;
 
   Session session(load_workload(args.graph), args.cluster);
   const PipelineProblem problem =
@@ -131,6 +136,9 @@ void add_pipeline_command(CLI::App& app) {
   cmd->add_option("--latency-method", args->latency_method,
                   "latency: ilp (default, CBC) or greedy (the paper's baseline)");
   cmd->add_option("--time-limit", args->time_limit_s, "seconds for CBC (default 60)");
+  cmd->add_option("--seed", args->seed,
+                  "throughput: seed of the local searches that improve splits the exact solvers "
+                  "cannot finish (default 1)");
   add_output_options(cmd, args->out, true);
   cmd->callback([args] { run_pipeline(*args); });
 }

@@ -30,6 +30,7 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
   ThroughputDpOptions dp_options;
   dp_options.memory_budget_bytes = opt.memory_budget_bytes;
   dp_options.time_limit_s = opt.dp_time_limit_s;
+  dp_options.refine_seed = opt.seed;
   const ThroughputDpResult dp = solve_contiguous_throughput(p, dag, dp_options);
   plan.ideals = dp.num_ideals;
   plan.ideal_pairs = dp.pairs_visited;
@@ -60,6 +61,7 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
     // contiguity constraint, from the contiguous split.
     SplitRefineOptions search;
     search.contiguous = false;
+    search.seed = opt.seed;
     search.time_limit_s = 0.25 * opt.time_limit_s;
     const auto search_start = Clock::now();
     const SplitRefineResult r = refine_split(p, dag, dp.device_of_unit, search);
@@ -72,6 +74,10 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
           "ms in {:.1f} s{}",
           1e3 * dp.max_load_s, 1e3 * r.max_load_s, search_s,
           r.stopped_by_time_limit ? " (stopped by its time limit)" : "");
+    } else if (r.stopped_by_time_limit) {
+      search_note = fmt::format(
+          "local search without contiguity found nothing better before its time limit ({:.1f} s)",
+          search.time_limit_s);
     }
   }
   const ThroughputIlpResult ilp = solve_throughput_ilp(p, ilp_options);

@@ -48,6 +48,9 @@ struct PipelineOptions {
   size_t memory_budget_bytes = size_t{2} << 30;
   // Default: 1. CBC threads.
   int threads = 1;
+  // Default: 1. Throughput: seed of the local searches (refine.h) that improve a contiguous split
+  // the DP cannot prove optimal and give CBC its warm start.
+  uint64_t seed = 1;
 };
 
 struct PipelineRequest {

@@ -616,7 +616,12 @@ void refine_unproven(const PipelineProblem& p, const UnitDag& dag,
   refine.time_limit_s = std::max(left_s, 0.1 * options.time_limit_s);
   const SplitRefineResult r = refine_split(p, dag, result.device_of_unit, refine);
   result.refine_seconds = seconds_since(start);
-  if (!(r.max_load_s < result.max_load_s * (1 - 1e-9))) return;
+  if (!(r.max_load_s < result.max_load_s * (1 - 1e-9))) {
+    if (r.stopped_by_time_limit) {
+      result.note += "; local search found nothing better before its time limit";
+    }
+    return;
+  }
   result.refine_start_s = result.max_load_s;
   result.max_load_s = r.max_load_s;
   result.device_of_unit = r.device_of_unit;
