@@ -34,9 +34,7 @@ inline std::string read_all(const fs::path& p) {
 }
 
 // The per-process scratch directory (core/scratch_dir.h), removed when the test exits.
-inline const fs::path& temp_dir() {
-  return scratch_dir();
-}
+inline const fs::path& temp_dir() { return scratch_dir(); }
 
 // Runs `dplace ARGS` through the shell; `env`, when given, goes in front of the binary: NAME=VALUE
 // assignments (e.g. "DPLACE_RL_TORCH_MODULE=/x.so") or an env(1) call ("env -u NAME").
