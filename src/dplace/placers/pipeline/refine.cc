@@ -27,7 +27,8 @@ class SplitSearch {
         num_slots_(static_cast<size_t>(p.num_devices())),
         num_types_(p.types.size()) {}
 
-  // Loads `device_of_unit`; false when it is not a feasible contiguous split.
+  // Loads `device_of_unit`; false when it is not a feasible split (contiguous, in contiguous
+  // mode).
   bool load(const std::vector<int>& device_of_unit) {
     const size_t S = num_slots_, T = num_types_;
     if (device_of_unit.size() != dag_.num_units) return false;
@@ -106,6 +107,8 @@ class SplitSearch {
   std::vector<double> loads_;        // [slot], under its device
   // Per tensor: (slot, number of the tensor's units on it), for slots holding at least one.
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> presence_;
+
+  std::vector<uint32_t> empty_;  // scratch of an idle move: the empty slots
 
   // Scratch of a block move.
   std::vector<uint32_t> block_;
@@ -248,13 +251,12 @@ class SplitSearch {
 
   bool propose_idle_move(Rng& rng) {
     const size_t S = num_slots_;
-    std::vector<uint32_t>& empty = block_;  // scratch
-    empty.clear();
+    empty_.clear();
     for (uint32_t s = 0; s < S; ++s) {
-      if (units_in_[s] == 0) empty.push_back(s);
+      if (units_in_[s] == 0) empty_.push_back(s);
     }
-    if (empty.empty() || S < 2) return false;
-    const uint32_t s = empty[rng.uniform_int(empty.size())];
+    if (empty_.empty() || S < 2) return false;
+    const uint32_t s = empty_[rng.uniform_int(empty_.size())];
     const auto to = static_cast<uint32_t>(rng.uniform_int(S));
     const uint32_t from = pos_of_[s];
     if (to == from) return false;
@@ -358,10 +360,9 @@ class SplitSearch {
     }
     const int da = slot_device_[a];
     const int ta = type_of(da);
+    // Both devices allow every unit they hold after the move (a's by the invariant, b's checked
+    // above), so the loads are finite.
     auto load_after = [&](uint32_t s, int t, int sign, const std::vector<double>& dcomm) {
-      if (inf_count_[s * T + t] + (sign > 0 ? dinf_[t] : 0) - (sign < 0 ? dinf_[t] : 0) > 0) {
-        return kInf;
-      }
       const double comm = p_.types[t].pays_communication ? comm_[s * T + t] + dcomm[t] : 0.0;
       return time_[s * T + t] + sign * dtime_[t] + comm;
     };
