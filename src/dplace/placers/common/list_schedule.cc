@@ -269,7 +269,7 @@ void ListSchedule::materialize(OpId source, DeviceId d) {
   }
 }
 
-void ListSchedule::place(OpId op, DeviceId d) {
+void ListSchedule::place(OpId op, DeviceId d, double not_before_s) {
   const size_t i = op.value();
   const size_t dv = d.value();
   DPLACE_CHECK(!placed(op)) << "op placed twice";
@@ -310,7 +310,7 @@ void ListSchedule::place(OpId op, DeviceId d) {
     ready = std::max(ready, arrived);
   }
   const double duration = costs_.time_s(op, d);
-  const double start = device_available_s(d, ready, duration);
+  const double start = device_available_s(d, std::max(ready, not_before_s), duration);
   const double end = start + duration;
   if (options_.insertion) insert_interval(busy_[dv], start, end);
   device_free_s_[dv] = std::max(device_free_s_[dv], end);

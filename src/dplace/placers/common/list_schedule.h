@@ -69,9 +69,10 @@ class ListSchedule {
   // input would need a link that does not exist.
   double start_s(OpId op, DeviceId d) const;
   double finish_s_on(OpId op, DeviceId d) const;
-  // Places op on d at start_s(op, d), and its deferred producers with it. REQUIRES: predecessors
-  // placed or deferred, d in devices_for(op).
-  void place(OpId op, DeviceId d);
+  // Places op on d at start_s(op, d), or later when the device is to wait until not_before_s (an
+  // m-sct device kept for a favourite child), and its deferred producers with it. REQUIRES:
+  // predecessors placed or deferred, d in devices_for(op).
+  void place(OpId op, DeviceId d, double not_before_s = 0);
 
   bool placed(OpId op) const { return device_[op.value()].valid(); }
   // A free source waiting for its first consumer (see the file comment); callers skip it.

@@ -50,17 +50,49 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
     size_t index = 0;  // into ready
     DeviceId device;
     double start_s = kInfiniteTime;
+    bool kept_for_another = false;  // the device is kept for another op's favourite child
   };
   auto better = [&](const Choice& a, const Choice& b) {  // is a better than b?
     if (!b.device.valid()) return true;
     if (a.start_s != b.start_s) return a.start_s < b.start_s;
+    // At equal starts a device kept for a favourite child goes last (Baechi leaves this tie open).
+    if (a.kept_for_another != b.kept_for_another) return !a.kept_for_another;
     const OpId x = ready[a.index], y = ready[b.index];
     if (level[x.value()] != level[y.value()]) return level[x.value()] > level[y.value()];
     if (x != y) return graph.topo_rank(x) < graph.topo_rank(y);
     return a.device < b.device;
   };
 
+  // Per device: the favourite child it is kept for in this round, or -1.
+  std::vector<int64_t> kept_for(nd, -1);
+  auto fits_and_reaches = [&](OpId op, DeviceId d) {
+    return schedule.fits(op, d) && start[op.value() * nd + d.value()] != kInfiniteTime;
+  };
   while (!ready.empty()) {
+    bool any_kept = false;
+    for (size_t d = 0; d < nd; ++d) {
+      kept_for[d] = -1;
+      const int64_t child = reserved_for[d];
+      if (!sct || options.reservation == FavouriteReservation::kNone || child < 0 ||
+          !is_ready[child]) {
+        continue;
+      }
+      if (options.reservation == FavouriteReservation::kUrgent) {
+        // Baechi: only a device the child would start on earliest waits for it.
+        const OpId c = OpId::from_index(child);
+        const double here = start[child * nd + d];
+        bool earliest = here != kInfiniteTime;
+        for (DeviceId other : schedule.devices_for(c)) {
+          if (fits_and_reaches(c, other) && start[child * nd + other.value()] < here) {
+            earliest = false;
+          }
+        }
+        if (!earliest) continue;
+      }
+      kept_for[d] = child;
+      any_kept = true;
+    }
+
     Choice best, best_ignoring_reservations;
     for (size_t r = 0; r < ready.size(); ++r) {
       const OpId op = ready[r];
@@ -82,18 +114,29 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
           if (earliest) parent_device = pd;
         }
       }
+      // The op's urgent time (kUrgent): its latest start over the devices it fits on.
+      double urgent_s = 0;
+      if (any_kept && options.reservation == FavouriteReservation::kUrgent) {
+        for (DeviceId d : devices) {
+          if (fits_and_reaches(op, d)) {
+            urgent_s = std::max(urgent_s, start[op.value() * nd + d.value()]);
+          }
+        }
+      }
       for (DeviceId d : devices) {
         if (parent_device.valid() && d != parent_device) continue;
         if (!schedule.fits(op, d)) continue;
-        const Choice c{r, d, start[op.value() * nd + d.value()]};
+        Choice c{r, d, start[op.value() * nd + d.value()]};
         if (c.start_s == kInfiniteTime) continue;
         if (better(c, best_ignoring_reservations)) best_ignoring_reservations = c;
-        // A device kept for a ready favourite child takes another op only if that op is done
-        // before the child could start there.
-        const int64_t holder = sct && options.reserve_for_favourite ? reserved_for[d.value()] : -1;
-        if (holder >= 0 && holder != int64_t(op.value()) && is_ready[holder] &&
-            c.start_s + request.costs->time_s(op, d) > start[holder * nd + d.value()]) {
-          continue;
+        const int64_t holder = kept_for[d.value()];
+        if (holder >= 0 && holder != int64_t(op.value())) {
+          if (options.reservation == FavouriteReservation::kUrgent) {
+            c.start_s = std::max(c.start_s, urgent_s);  // the device waits until op is urgent
+            c.kept_for_another = true;
+          } else if (c.start_s + request.costs->time_s(op, d) > start[holder * nd + d.value()]) {
+            continue;  // kFinishBefore: op would still run when the child could start
+          }
         }
         if (better(c, best)) best = c;
       }
@@ -111,7 +154,7 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
     }
     const OpId op = ready[best.index];
     const DeviceId d = best.device;
-    schedule.place(op, d);
+    schedule.place(op, d, best.start_s);
     ready[best.index] = ready.back();
     ready.pop_back();
     is_ready[op.value()] = 0;

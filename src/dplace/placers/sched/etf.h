@@ -8,8 +8,14 @@
 //
 // With favourite children (m-sct): an op whose favourite parent is placed goes to that parent's
 // device when it fits there and starts there no later than elsewhere (as in Baechi); and a device
-// whose last placed op has a favourite child that is ready is kept for that child: another op may
-// use it only if it would finish there before the child could start (or has no other device).
+// whose last placed op has a favourite child that is ready is kept for that child
+// (FavouriteReservation):
+//  * kUrgent (Baechi's SCT device, after Hanen and Munier): only while the device is one of the
+//    earliest for the child. Another op may then use it only once that op is urgent, i.e. no
+//    earlier than the latest of its start times over the devices it fits on (waiting no longer
+//    buys it anything anywhere); the device idles until then.
+//  * kFinishBefore: whichever device the child would prefer. Another op may use it only if it
+//    would finish there before the child could start (or has no other device).
 //
 // Thread safety: pure function of its arguments.
 #pragma once
@@ -23,13 +29,19 @@
 
 namespace dplace {
 
+enum class FavouriteReservation {
+  kNone,          // only the "follow the parent" rule
+  kUrgent,        // Baechi's rule, see the file comment
+  kFinishBefore,  // dplace's earlier rule, see the file comment
+};
+
 struct EtfOptions {
   bool accelerators_only = true;  // Default: true. See ListScheduleOptions.
   // Per op: the op index of its favourite child, or -1. Empty: plain ETF.
   std::vector<int64_t> favourite_child;
-  // Default: true. With favourite children, keep a device for the pending favourite child of
-  // its last op (Hanen and Munier's rule); false: only the "follow the parent" rule.
-  bool reserve_for_favourite = true;
+  // Default: kUrgent. With favourite children, how a device is kept for the pending favourite
+  // child of its last op.
+  FavouriteReservation reservation = FavouriteReservation::kUrgent;
 };
 
 ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,

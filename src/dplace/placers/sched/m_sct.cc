@@ -67,8 +67,11 @@ class MSctPlacer final : public Placer {
     const GroupGraph groups(*request.graph, *request.cluster, *request.costs);
 
     EtfOptions options;
-    options.reserve_for_favourite =
-        params.get_choice("reserve", "true", {"true", "false"}) == "true";
+    const std::string reserve =
+        params.get_choice("reserve", "urgent", {"urgent", "finish", "none"});
+    options.reservation = reserve == "urgent"   ? FavouriteReservation::kUrgent
+                          : reserve == "finish" ? FavouriteReservation::kFinishBefore
+                                                : FavouriteReservation::kNone;
     options.accelerators_only =
         params.get_choice("devices", "accelerators", {"accelerators", "all"}) == "accelerators";
     std::string note;

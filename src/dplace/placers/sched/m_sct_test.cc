@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "dplace/placers/common/group_graph.h"
 #include "dplace/placers/common/test_cases.h"
+#include "dplace/placers/sched/etf.h"
 
 namespace dplace::testing {
 namespace {
@@ -57,6 +59,108 @@ TEST(MSctPlacerTest, FollowsAFavouriteChildOntoItsParentsDevice) {
   EXPECT_EQ(run.result.placement[c.op("x")], run.result.placement[c.op("y")]);
   EXPECT_NE(run.result.placement[c.op("x")], run.result.placement[c.op("z")]);
   EXPECT_DOUBLE_EQ(run.sim.step_time_s, 2.0);
+}
+
+// a (1 s) on /gpu:0 and p (2 s) on /gpu:1 start at 0. b (1 s) reads a's 1 kB and p's 2 GB (2 s
+// to move), so it can start at 2 on /gpu:1 and at 4 on /gpu:0. q (4 s) reads a's 1 kB and can
+// start at 1 on /gpu:0 and at 2 on /gpu:1. b is a's favourite child (given, not from the LP).
+struct KeptDeviceCase {
+  std::unique_ptr<PlacerCase> c;
+  std::vector<int64_t> favourite_child;
+};
+
+KeptDeviceCase kept_device_case() {
+  GraphBuilder b("kept_device", "test");
+  auto add = [&](const char* name, std::vector<TensorRef> inputs, double time_s, int64_t bytes) {
+    Op op;
+    op.name = name;
+    op.type = "Test";
+    op.inputs = std::move(inputs);
+    op.output_bytes = {bytes};
+    op.time_s = {{"gpu", time_s}};
+    return b.add_op(std::move(op));
+  };
+  const OpId a = add("a", {}, 1.0, 1000);
+  const OpId p = add("p", {}, 2.0, int64_t(2e9));
+  const OpId ib = add("b", {{a, 0}, {p, 0}}, 1.0, 4);
+  add("q", {{a, 0}}, 4.0, 4);
+  KeptDeviceCase k;
+  k.c = std::make_unique<PlacerCase>(std::move(b).build(), two_chains_case()->cluster(), 5.0);
+  k.favourite_child.assign(k.c->graph().num_ops(), -1);
+  k.favourite_child[a.value()] = ib.value();
+  return k;
+}
+
+ScheduleOutcome run_sct_schedule(const PlacerCase& c, std::vector<int64_t> favourite_child,
+                                 FavouriteReservation reservation) {
+  PlaceRequest request;
+  request.graph = &c.graph();
+  request.cluster = &c.cluster();
+  request.costs = &c.costs();
+  request.simulator = &c.simulator();
+  const GroupGraph groups(c.graph(), c.cluster(), c.costs());
+  std::vector<int64_t> limits;
+  for (const Device& d : c.cluster().devices()) limits.push_back(d.memory_bytes);
+  return run_etf(
+      request, groups, limits,
+      EtfOptions{.favourite_child = std::move(favourite_child), .reservation = reservation});
+}
+
+TEST(MSctPlacerTest, BaechisRuleKeepsADeviceOnlyWhereTheFavouriteChildStartsEarliest) {
+  // b starts earlier on /gpu:1, so Baechi's rule does not keep /gpu:0 for it: q takes /gpu:0 at
+  // 1 and b runs on /gpu:1 at 2, the optimum 5 s (q cannot start before 1).
+  const KeptDeviceCase k = kept_device_case();
+  const ScheduleOutcome urgent =
+      run_sct_schedule(*k.c, k.favourite_child, FavouriteReservation::kUrgent);
+  EXPECT_EQ(describe(*k.c, urgent.placement), "a=/gpu:0 p=/gpu:1 b=/gpu:1 q=/gpu:0");
+  EXPECT_DOUBLE_EQ(k.c->simulator().run(urgent.placement).step_time_s, 5.0);
+
+  // The finish-before rule keeps /gpu:0 for b anyway, and q, which would still run at 4, goes
+  // behind p on /gpu:1: b waits for p's tensor on /gpu:0 (4 to 5), q runs 2 to 6.
+  const ScheduleOutcome finish =
+      run_sct_schedule(*k.c, k.favourite_child, FavouriteReservation::kFinishBefore);
+  EXPECT_EQ(describe(*k.c, finish.placement), "a=/gpu:0 p=/gpu:1 b=/gpu:0 q=/gpu:1");
+  EXPECT_DOUBLE_EQ(k.c->simulator().run(finish.placement).step_time_s, 6.0);
+}
+
+TEST(MSctPlacerTest, BaechisRuleLetsAnotherOpUseAKeptDeviceOnlyOnceItIsUrgent) {
+  // a (1 s) and p (2 s) start at 0 on different GPUs. b (1 s) reads a's 2 GB and p's 1 kB: it can
+  // start at 2 + 1 us on a's GPU, 3 on p's, so a's GPU is kept for it from 1. q (0.5 s) reads a's
+  // 1 kB: it can start at 1 on a's GPU, 2 on p's.
+  GraphBuilder b("kept_device_gap", "test");
+  auto add = [&](const char* name, std::vector<TensorRef> inputs, double time_s,
+                 std::vector<int64_t> bytes) {
+    Op op;
+    op.name = name;
+    op.type = "Test";
+    op.inputs = std::move(inputs);
+    op.output_bytes = std::move(bytes);
+    op.time_s = {{"gpu", time_s}};
+    return b.add_op(std::move(op));
+  };
+  const OpId a = add("a", {}, 1.0, {int64_t(2e9), 1000});
+  const OpId p = add("p", {}, 2.0, {1000});
+  const OpId ib = add("b", {{a, 0}, {p, 0}}, 1.0, {4});
+  add("q", {{a, 1}}, 0.5, {4});
+  const PlacerCase c(std::move(b).build(), two_chains_case()->cluster(), 3.000001);
+  std::vector<int64_t> favourite(c.graph().num_ops(), -1);
+  favourite[a.value()] = ib.value();
+
+  // q could fill the idle time of a's GPU (1 to 1.5) before b can start; the finish-before rule
+  // lets it. Under Baechi's rule q is urgent only at 2, when p's GPU is free too, and goes there.
+  const ScheduleOutcome finish =
+      run_sct_schedule(c, favourite, FavouriteReservation::kFinishBefore);
+  const Placement& f = finish.placement;
+  EXPECT_NE(f[c.op("a")], f[c.op("p")]) << describe(c, f);
+  EXPECT_EQ(f[c.op("b")], f[c.op("a")]) << describe(c, f);
+  EXPECT_EQ(f[c.op("q")], f[c.op("a")]) << describe(c, f);
+  const ScheduleOutcome urgent = run_sct_schedule(c, favourite, FavouriteReservation::kUrgent);
+  const Placement& u = urgent.placement;
+  EXPECT_NE(u[c.op("a")], u[c.op("p")]) << describe(c, u);
+  EXPECT_EQ(u[c.op("b")], u[c.op("a")]) << describe(c, u);
+  EXPECT_EQ(u[c.op("q")], u[c.op("p")]) << describe(c, u);
+  EXPECT_DOUBLE_EQ(urgent.estimated_step_s, 3.000001);
+  EXPECT_DOUBLE_EQ(c.simulator().run(urgent.placement).step_time_s, 3.000001);
 }
 
 }  // namespace
