@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <utility>
 
@@ -442,6 +443,25 @@ SplitRefineResult refine_split(const PipelineProblem& problem, const UnitDag& da
       result.max_load_s = m;
       result.device_of_unit = search.device_of_unit();
     }
+  }
+  return result;
+}
+
+HotAndColdRefineResult refine_split_hot_and_cold(const PipelineProblem& problem, const UnitDag& dag,
+                                                 const std::vector<int>& start_device_of_unit,
+                                                 const SplitRefineOptions& options,
+                                                 double cold_t_start) {
+  SplitRefineOptions cold_options = options;
+  cold_options.t_start = cold_t_start;
+  std::future<SplitRefineResult> cold = std::async(std::launch::async, [&] {
+    return refine_split(problem, dag, start_device_of_unit, cold_options);
+  });
+  HotAndColdRefineResult result;
+  result.best = refine_split(problem, dag, start_device_of_unit, options);
+  SplitRefineResult cold_result = cold.get();
+  if (cold_result.max_load_s < result.best.max_load_s) {
+    result.best = std::move(cold_result);
+    result.cold_won = true;
   }
   return result;
 }

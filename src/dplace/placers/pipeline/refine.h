@@ -63,4 +63,17 @@ SplitRefineResult refine_split(const PipelineProblem& problem, const UnitDag& da
                                const std::vector<int>& start_device_of_unit,
                                const SplitRefineOptions& options);
 
+struct HotAndColdRefineResult {
+  SplitRefineResult best;  // the better of the two (ties: the hot one)
+  bool cold_won = false;
+};
+
+// Two searches at once, the second on its own thread: `options` as given (hot) and the same with
+// t_start = cold_t_start, which mostly descends near the start where the hot one explores. On
+// rugged landscapes each wins on some inputs (docs/pipeline.md). Deterministic like refine_split.
+HotAndColdRefineResult refine_split_hot_and_cold(const PipelineProblem& problem, const UnitDag& dag,
+                                                 const std::vector<int>& start_device_of_unit,
+                                                 const SplitRefineOptions& options,
+                                                 double cold_t_start);
+
 }  // namespace dplace
