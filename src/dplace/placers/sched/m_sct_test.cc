@@ -61,6 +61,18 @@ TEST(MSctPlacerTest, FollowsAFavouriteChildOntoItsParentsDevice) {
   EXPECT_DOUBLE_EQ(run.sim.step_time_s, 2.0);
 }
 
+// An op that runs only on GPUs, in time_s there, with one output per entry of output_bytes.
+OpId add_gpu_op(GraphBuilder& b, const char* name, std::vector<TensorRef> inputs, double time_s,
+                std::vector<int64_t> output_bytes) {
+  Op op;
+  op.name = name;
+  op.type = "Test";
+  op.inputs = std::move(inputs);
+  op.output_bytes = std::move(output_bytes);
+  op.time_s = {{"gpu", time_s}};
+  return b.add_op(std::move(op));
+}
+
 // a (1 s) on /gpu:0 and p (2 s) on /gpu:1 start at 0. b (1 s) reads a's 1 kB and p's 2 GB (2 s
 // to move), so it can start at 2 on /gpu:1 and at 4 on /gpu:0. q (4 s) reads a's 1 kB and can
 // start at 1 on /gpu:0 and at 2 on /gpu:1. b is a's favourite child (given, not from the LP).
@@ -71,19 +83,10 @@ struct KeptDeviceCase {
 
 KeptDeviceCase kept_device_case() {
   GraphBuilder b("kept_device", "test");
-  auto add = [&](const char* name, std::vector<TensorRef> inputs, double time_s, int64_t bytes) {
-    Op op;
-    op.name = name;
-    op.type = "Test";
-    op.inputs = std::move(inputs);
-    op.output_bytes = {bytes};
-    op.time_s = {{"gpu", time_s}};
-    return b.add_op(std::move(op));
-  };
-  const OpId a = add("a", {}, 1.0, 1000);
-  const OpId p = add("p", {}, 2.0, int64_t(2e9));
-  const OpId ib = add("b", {{a, 0}, {p, 0}}, 1.0, 4);
-  add("q", {{a, 0}}, 4.0, 4);
+  const OpId a = add_gpu_op(b, "a", {}, 1.0, {1000});
+  const OpId p = add_gpu_op(b, "p", {}, 2.0, {int64_t(2e9)});
+  const OpId ib = add_gpu_op(b, "b", {{a, 0}, {p, 0}}, 1.0, {4});
+  add_gpu_op(b, "q", {{a, 0}}, 4.0, {4});
   KeptDeviceCase k;
   k.c = std::make_unique<PlacerCase>(std::move(b).build(), two_chains_case()->cluster(), 5.0);
   k.favourite_child.assign(k.c->graph().num_ops(), -1);
@@ -128,20 +131,10 @@ TEST(MSctPlacerTest, BaechisRuleLetsAnotherOpUseAKeptDeviceOnlyOnceItIsUrgent) {
   // start at 2 + 1 us on a's GPU, 3 on p's, so a's GPU is kept for it from 1. q (0.5 s) reads a's
   // 1 kB: it can start at 1 on a's GPU, 2 on p's.
   GraphBuilder b("kept_device_gap", "test");
-  auto add = [&](const char* name, std::vector<TensorRef> inputs, double time_s,
-                 std::vector<int64_t> bytes) {
-    Op op;
-    op.name = name;
-    op.type = "Test";
-    op.inputs = std::move(inputs);
-    op.output_bytes = std::move(bytes);
-    op.time_s = {{"gpu", time_s}};
-    return b.add_op(std::move(op));
-  };
-  const OpId a = add("a", {}, 1.0, {int64_t(2e9), 1000});
-  const OpId p = add("p", {}, 2.0, {1000});
-  const OpId ib = add("b", {{a, 0}, {p, 0}}, 1.0, {4});
-  add("q", {{a, 1}}, 0.5, {4});
+  const OpId a = add_gpu_op(b, "a", {}, 1.0, {int64_t(2e9), 1000});
+  const OpId p = add_gpu_op(b, "p", {}, 2.0, {1000});
+  const OpId ib = add_gpu_op(b, "b", {{a, 0}, {p, 0}}, 1.0, {4});
+  add_gpu_op(b, "q", {{a, 1}}, 0.5, {4});
   const PlacerCase c(std::move(b).build(), two_chains_case()->cluster(), 3.000001);
   std::vector<int64_t> favourite(c.graph().num_ops(), -1);
   favourite[a.value()] = ib.value();
