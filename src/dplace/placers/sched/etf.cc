@@ -68,6 +68,17 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
   auto fits_and_reaches = [&](OpId op, DeviceId d) {
     return schedule.fits(op, d) && start[op.value() * nd + d.value()] != kInfiniteTime;
   };
+  // Whether op can start on d, and no device it fits on lets it start sooner (Baechi's test for
+  // both favourite-child rules).
+  auto starts_earliest_on = [&](OpId op, DeviceId d) {
+    const double here = start[op.value() * nd + d.value()];
+    if (here == kInfiniteTime) return false;
+    for (DeviceId other : schedule.devices_for(op)) {
+      if (other != d && schedule.fits(op, other) && start[op.value() * nd + other.value()] < here)
+        return false;
+    }
+    return true;
+  };
   while (!ready.empty()) {
     bool any_kept = false;
     for (size_t d = 0; d < nd; ++d) {
@@ -77,17 +88,10 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
           !is_ready[child]) {
         continue;
       }
-      if (options.reservation == FavouriteReservation::kUrgent) {
-        // Baechi: only a device the child would start on earliest waits for it.
-        const OpId c = OpId::from_index(child);
-        const double here = start[child * nd + d];
-        bool earliest = here != kInfiniteTime;
-        for (DeviceId other : schedule.devices_for(c)) {
-          if (fits_and_reaches(c, other) && start[child * nd + other.value()] < here) {
-            earliest = false;
-          }
-        }
-        if (!earliest) continue;
+      // Baechi: only a device the child would start on earliest waits for it.
+      if (options.reservation == FavouriteReservation::kUrgent &&
+          !starts_earliest_on(OpId::from_index(child), DeviceId::from_index(d))) {
+        continue;
       }
       kept_for[d] = child;
       any_kept = true;
@@ -101,17 +105,10 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
       DeviceId parent_device = DeviceId::invalid();
       if (sct && favourite_parent[op.value()] >= 0 && !schedule.group_pinned(op)) {
         const DeviceId pd = schedule.device(OpId::from_index(favourite_parent[op.value()]));
+        // As in Baechi: only when the parent's device is (one of) the earliest for the child.
         if (std::find(devices.begin(), devices.end(), pd) != devices.end() &&
-            schedule.fits(op, pd)) {
-          // As in Baechi: only when the parent's device is (one of) the earliest for the child.
-          const double there = start[op.value() * nd + pd.value()];
-          bool earliest = true;
-          for (DeviceId d : devices) {
-            if (d != pd && schedule.fits(op, d) && start[op.value() * nd + d.value()] < there) {
-              earliest = false;
-            }
-          }
-          if (earliest) parent_device = pd;
+            schedule.fits(op, pd) && starts_earliest_on(op, pd)) {
+          parent_device = pd;
         }
       }
       // The op's urgent time (kUrgent): its latest start over the devices it fits on.
