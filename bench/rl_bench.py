@@ -7,10 +7,10 @@ For each workload MODEL@CLUSTER it runs, through the dplace command line,
   dplace place   MODEL --cluster CLUSTER --placer rl --budget-seconds B --seed S --json --progress
                  --param curve=OUT/curve_MODEL_CLUSTER.csv [--param key=value ...]
   dplace place   MODEL --cluster CLUSTER --placer anneal --param evaluations=10N --param rounds=8
-                 --json
+                 --param starts=1 --json
 (N: anneal's default evaluations, read from its note; rounds of 10N moves, up to 8 in waves of two,
 is how rl polishes its learned placement, so the "anneal 10x, rounds" column is the classic search
-given the same effort from its own start) and writes OUT/summary.json,
+given the same effort from its own best start) and writes OUT/summary.json,
 OUT/summary.md (the markdown table for RESULTS.md) and, with bench/plot_rl_curves.py, the
 learning-curve SVG.
 
@@ -110,6 +110,7 @@ def main():
             entry["anneal_rounds"], _ = run([args.dplace, "place", model, "--cluster", cluster,
                                           "--placer", "anneal", "--param",
                                           f"evaluations={10 * moves}", "--param", "rounds=8",
+                                          "--param", "starts=1",
                                           "--budget-seconds",
                                           str(args.budget_seconds), "--seed", str(args.seed),
                                           "--json"])

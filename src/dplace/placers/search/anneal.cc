@@ -1,9 +1,11 @@
 #include "dplace/placers/search/anneal.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -293,6 +295,57 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
   return result;
 }
 
+
+// One anneal_rounds from each of starts[order[k]] (order: the least-cost first), keeping the
+// best result. The search from order[0] uses request.seed, so it is the single-start search; the
+// one from order[k] uses seed + kStartSeedStride * k, apart from the rounds' seeds. With one round
+// the searches run side by side on options.threads (at most two at once); with more, one after
+// another, each using the threads for its waves. The result does not depend on the threads.
+constexpr uint64_t kStartSeedStride = 1000;  // above the most rounds (1,000)
+PlaceResult anneal_from_starts(const PlaceRequest& request, const AnnealOptions& options,
+                               const std::vector<Candidate>& starts,
+                               const std::vector<SimResult>& start_sims,
+                               const std::vector<size_t>& order, double penalty_s,
+                               PlaceResult result,
+                               std::chrono::steady_clock::time_point clock_start) {
+  std::vector<PlaceResult> found(order.size());
+  auto search = [&](size_t k) {
+    PlaceRequest one = request;
+    one.seed = request.seed + kStartSeedStride * k;
+    one.progress = request.progress && k == 0;
+    AnnealOptions labelled = options;
+    labelled.progress_label = fmt::format("{} from {}", options.progress_label, starts[order[k]].name);
+    found[k] = anneal_rounds(one, labelled, starts[order[k]].name, starts[order[k]].placement,
+                             start_sims[order[k]], penalty_s, PlaceResult{}, clock_start);
+  };
+  if (options.rounds <= 1) {
+    const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+    ThreadPool pool(std::min<size_t>(2, options.threads == 0 ? hardware : options.threads));
+    pool.parallel_for(order.size(), [&](size_t k, size_t) { search(k); });
+  } else {
+    for (size_t k = 0; k < order.size(); ++k) search(k);
+  }
+  size_t best = 0;
+  std::vector<SimResult> sims(order.size());
+  std::vector<std::string> others;
+  for (size_t k = 0; k < order.size(); ++k) {
+    result.evaluations += found[k].evaluations;
+    sims[k] = request.simulator->run(found[k].placement);
+    if (better(sims[k], sims[best], penalty_s)) best = k;
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k == best) continue;
+    others.push_back(fmt::format("from {} {:.6g} s{}", starts[order[k]].name, sims[k].step_time_s,
+                                 sims[k].feasible ? "" : " (OOM)"));
+  }
+  result.placement = std::move(found[best].placement);
+  result.infeasible_reason = std::move(found[best].infeasible_reason);
+  result.note = fmt::format("{} searches, from the {} least-cost starts; the best: {}; the other{}: {}",
+                            order.size(), order.size(), found[best].note,
+                            others.size() == 1 ? "" : "s", fmt::join(others, ", "));
+  return result;
+}
+
 class AnnealPlacer final : public Placer {
   // Moves that would need a missing link are rejected (anneal_search); starts that need one are
   // not used.
@@ -302,7 +355,8 @@ class AnnealPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
     const PlacerParams params(
         "anneal", request.params,
-        {"evaluations", "t_start", "t_end", "block_size", "start", "rounds", "threads"});
+        {"evaluations", "t_start", "t_end", "block_size", "start", "starts", "rounds",
+         "threads"});
     const Graph& graph = *request.graph;
     const Cluster& cluster = *request.cluster;
     const int64_t evaluations =
@@ -313,8 +367,12 @@ class AnnealPlacer final : public Placer {
     const int64_t block_size = params.get_int("block_size", 0, 1, int64_t{1} << 40);
     const int rounds = int(params.get_int("rounds", 1, 1, 1000));
     const size_t threads = size_t(params.get_int("threads", 0, 1, 1024));
-    const std::string start_from =
-        params.get_choice("start", "best", {"best", "single-gpu", "m-etf", "expert"});
+    const size_t start_count = size_t(params.get_int(
+        "starts", 2, 1, int64_t(anneal_start_candidates().size())));
+    std::vector<std::string> start_choices = {"best"};
+    start_choices.insert(start_choices.end(), anneal_start_candidates().begin(),
+                         anneal_start_candidates().end());
+    const std::string start_from = params.get_choice("start", "best", start_choices);
     if (start_from == "expert" && !request.expert) {
       throw ConfigError(fmt::format(
           "placer 'anneal': --param start=expert but graph '{}' has no expert placement",
@@ -328,8 +386,14 @@ class AnnealPlacer final : public Placer {
 
     // Start from the best cheap placement.
     std::vector<Candidate> starts;
-    for (const char* name : {"single-gpu", "m-etf"}) {
+    for (const std::string& name : anneal_start_candidates()) {
       if (start_from != "best" && start_from != name) continue;
+      if (name == "expert") {
+        if (request.expert && missing_link_problem(graph, cluster, *request.expert).empty()) {
+          starts.push_back({name, *request.expert});
+        }
+        continue;
+      }
       try {
         PlaceRequest sub = request;
         sub.params.clear();
@@ -340,10 +404,6 @@ class AnnealPlacer final : public Placer {
       } catch (const ConfigError&) {
         // e.g. no GPU in the cluster: not a start candidate
       }
-    }
-    if (request.expert && (start_from == "best" || start_from == "expert") &&
-        missing_link_problem(graph, cluster, *request.expert).empty()) {
-      starts.push_back({"expert", *request.expert});
     }
     if (starts.empty()) {
       throw ConfigError(
@@ -360,10 +420,13 @@ class AnnealPlacer final : public Placer {
     double fastest_start = start_sims[0].step_time_s;
     for (const SimResult& r : start_sims) fastest_start = std::min(fastest_start, r.step_time_s);
     penalty_s = 2.0 * std::max(fastest_start, request.simulator->lower_bound_s());
-    size_t chosen = 0;
-    for (size_t i = 1; i < starts.size(); ++i) {
-      if (cost_of(start_sims[i]) < cost_of(start_sims[chosen])) chosen = i;
-    }
+    // The least-cost starts first; equal ones in the candidates' order.
+    std::vector<size_t> order(starts.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return cost_of(start_sims[a]) < cost_of(start_sims[b]);
+    });
+    order.resize(std::min(start_count, order.size()));
 
     const AnnealOptions options{.evaluations = evaluations,
                                 .t_start = t_start,
@@ -371,8 +434,12 @@ class AnnealPlacer final : public Placer {
                                 .block_size = block_size,
                                 .rounds = rounds,
                                 .threads = threads};
-    return anneal_rounds(request, options, starts[chosen].name, starts[chosen].placement,
-                         start_sims[chosen], penalty_s, std::move(result), clock_start);
+    if (order.size() == 1) {
+      return anneal_rounds(request, options, starts[order[0]].name, starts[order[0]].placement,
+                           start_sims[order[0]], penalty_s, std::move(result), clock_start);
+    }
+    return anneal_from_starts(request, options, starts, start_sims, order, penalty_s,
+                              std::move(result), clock_start);
   }
 };
 
@@ -393,6 +460,15 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
       2.0 * std::max(start_sim.step_time_s, request.simulator->lower_bound_s());
   return anneal_rounds(request, options, start_name, start, start_sim, penalty_s, std::move(result),
                        clock_start);
+}
+
+// The expert placement (when there is one) and every classic placer but m-sct, whose LP takes
+// seconds on the large graphs. The three candidates of before the others were added come first.
+const std::vector<std::string>& anneal_start_candidates() {
+  static const std::vector<std::string> names = {
+      "single-gpu", "m-etf", "expert", "heft", "m-topo", "scotch", "mincut", "metis",
+      "round-robin", "single-cpu"};
+  return names;
 }
 
 int64_t default_anneal_evaluations(const Graph& graph) {

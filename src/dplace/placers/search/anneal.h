@@ -2,8 +2,11 @@
 // (Kirkpatrick, Gelatt and Vecchi, Science 1983). The strongest non-learning placer in dplace and
 // the bar a learning placer must clear.
 //
-// Start: the lowest-cost of single-gpu, the expert placement (when given) and m-etf
-// (--param start=best), or the one named by --param start=single-gpu|m-etf|expert.
+// Starts: the candidates are the expert placement (when given) and the results of every classic
+// placer but m-sct (single-gpu, m-etf, heft, m-topo, scotch, mincut, metis, round-robin,
+// single-cpu). With --param start=best (the default) one search runs from each of the `starts`
+// (Default: 2) least-cost candidates, side by side, and the best result is kept; the search from
+// the least-cost one is the same as with starts=1. --param start=NAME runs one search from NAME.
 // Cost of a placement: its simulated step time; an OOM placement costs
 //   step + P * (1 + 10 * overflow / capacity of the overflowing devices),
 // where P is twice the start's step time, so any fitting placement beats any OOM one of similar
@@ -25,7 +28,8 @@
 //
 // Parameters (--param): evaluations (Default: clamp(1e8 / (ops + edges), 2000, 20000)),
 // t_start (Default: 1e-4), t_end (Default: 1e-6), block_size (Default: max(8, groups / 8)),
-// start (Default: best), rounds (Default: 1) and threads (Default: all cores): AnnealOptions.
+// start (Default: best), starts (Default: 2), rounds (Default: 1) and threads (Default: all
+// cores): AnnealOptions.
 //
 // anneal_from() runs the same search from a given placement (the rl placer polishes its result with
 // it).
@@ -36,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dplace/ir/graph.h"
 #include "dplace/placers/placer.h"
@@ -69,5 +74,9 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
                         const Placement& start, const AnnealOptions& options);
 // The default of --param evaluations for this graph.
 int64_t default_anneal_evaluations(const Graph& graph);
+
+// The names --param start=best chooses among, in the order that breaks ties between equal-cost
+// starts: placer names, and "expert" for the expert placement.
+const std::vector<std::string>& anneal_start_candidates();
 
 }  // namespace dplace

@@ -28,6 +28,99 @@ TEST(AnnealPlacerTest, StartsFromTheBestCheapPlacement) {
   EXPECT_DOUBLE_EQ(run.sim.step_time_s, 3.0);
 }
 
+// What each start candidate that applies to the case gives (ConfigError: it does not apply).
+struct StartRun {
+  std::string name;
+  PlacerRun run;
+};
+std::vector<StartRun> start_runs(const PlacerCase& c) {
+  std::vector<StartRun> runs;
+  for (const std::string& name : anneal_start_candidates()) {
+    if (name == "expert") continue;  // the cases have none
+    try {
+      runs.push_back({name, run_placer(c, name)});
+    } catch (const ConfigError&) {
+    }
+  }
+  return runs;
+}
+
+// The candidates from the fastest that fits to the slowest, OOM ones last; equal ones in the
+// candidates' order.
+std::vector<StartRun> ranked_start_runs(const PlacerCase& c) {
+  std::vector<StartRun> runs = start_runs(c);
+  std::stable_sort(runs.begin(), runs.end(), [](const StartRun& a, const StartRun& b) {
+    return std::make_pair(!a.run.sim.feasible, a.run.sim.step_time_s) <
+           std::make_pair(!b.run.sim.feasible, b.run.sim.step_time_s);
+  });
+  return runs;
+}
+
+const auto kStartCases = {two_chains_case, memory_tight_case, oversubscribed_gpu_with_cpu_case,
+                          colocation_case, cpu_only_case};
+
+// With no moves the result is the start: the fastest candidate that fits (the first of equal
+// ones), or the fastest one when none fits.
+TEST(AnnealPlacerTest, StartsFromTheFastestCandidateThatFits) {
+  for (auto make : kStartCases) {
+    const auto c = make();
+    const std::vector<StartRun> runs = ranked_start_runs(*c);
+    ASSERT_FALSE(runs.empty()) << c->graph().name();
+    const StartRun* best = &runs[0];
+    const PlacerRun run = run_placer(*c, "anneal", {.params = {{"evaluations", "0"}}});
+    EXPECT_EQ(run.sim.feasible, best->run.sim.feasible) << c->graph().name();
+    EXPECT_DOUBLE_EQ(run.sim.step_time_s, best->run.sim.step_time_s) << c->graph().name();
+    EXPECT_NE(run.result.note.find("started from " + best->name + " ("), std::string::npos)
+        << c->graph().name() << ": " << run.result.note;
+  }
+}
+
+// starts=2 (the default) keeps the better of the search from the least-cost start at --seed and
+// the one from the next at --seed + 1000, and does not depend on the threads.
+TEST(AnnealPlacerTest, TwoStartsKeepTheBetterOfTheTwoSearches) {
+  for (auto make : kStartCases) {
+    const auto c = make();
+    const std::vector<StartRun> runs = ranked_start_runs(*c);
+    ASSERT_GE(runs.size(), 2u) << c->graph().name();
+    const std::string evaluations = "20";
+    const PlacerRun first = run_placer(
+        *c, "anneal", {.params = {{"evaluations", evaluations}, {"start", runs[0].name}}});
+    const PlacerRun second = run_placer(
+        *c, "anneal",
+        {.params = {{"evaluations", evaluations}, {"start", runs[1].name}}, .seed = 1001});
+    const PlacerRun& better =
+        std::make_pair(!second.sim.feasible, second.sim.step_time_s) <
+                std::make_pair(!first.sim.feasible, first.sim.step_time_s)
+            ? second
+            : first;
+    // Each single-start run counts its candidate's placer, its start's simulation and its moves;
+    // the other candidates are placed and simulated too.
+    int64_t evaluations_of_both = first.result.evaluations + second.result.evaluations;
+    for (size_t i = 2; i < runs.size(); ++i) evaluations_of_both += runs[i].run.result.evaluations + 1;
+    for (const std::string threads : {"1", "2"}) {
+      const PlacerRun both = run_placer(
+          *c, "anneal", {.params = {{"evaluations", evaluations}, {"threads", threads}}});
+      EXPECT_EQ(both.result.placement, better.result.placement) << c->graph().name();
+      EXPECT_EQ(both.result.evaluations, evaluations_of_both) << c->graph().name();
+      EXPECT_NE(both.result.note.find("2 searches, from the 2 least-cost starts"),
+                std::string::npos)
+          << both.result.note;
+    }
+  }
+}
+
+// --param start=NAME takes any candidate; with no moves the result is that candidate's placement.
+TEST(AnnealPlacerTest, AnyCandidateCanBeTheNamedStart) {
+  auto c = two_chains_case();
+  for (const StartRun& r : start_runs(*c)) {
+    const PlacerRun run =
+        run_placer(*c, "anneal", {.params = {{"evaluations", "0"}, {"start", r.name}}});
+    EXPECT_EQ(run.result.placement, r.run.result.placement) << r.name;
+    EXPECT_NE(run.result.note.find("started from " + r.name + " ("), std::string::npos)
+        << run.result.note;
+  }
+}
+
 TEST(AnnealPlacerTest, MovesFromAllOnOneGpuToTheOptimum) {
   for (auto make : {two_chains_case, colocation_case}) {
     const auto c = make();
@@ -66,8 +159,10 @@ TEST(AnnealPlacerTest, SameSeedSamePlacementAndCount) {
 TEST(AnnealPlacerTest, RunsTheRequestedNumberOfEvaluations) {
   auto c = two_chains_case();
   const PlacerRun run = run_placer(*c, "anneal", {.params = {{"evaluations", "50"}}});
-  // single-gpu (1: its memory check) + m-etf (1) + one per start (2) + 50 moves.
-  EXPECT_EQ(run.result.evaluations, 1 + 1 + 2 + 50);
+  // The candidates' own evaluations, one simulation per start, 50 moves from each of two starts.
+  int64_t expected = 2 * 50;
+  for (const StartRun& r : start_runs(*c)) expected += r.run.result.evaluations + 1;
+  EXPECT_EQ(run.result.evaluations, expected);
   EXPECT_NE(run.result.note.find("50 moves"), std::string::npos) << run.result.note;
 }
 
