@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -295,7 +295,6 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
   return result;
 }
 
-
 // One anneal_rounds from each of starts[order[k]] (order: the least-cost first), keeping the
 // best result. The search from order[0] uses request.seed, so it is the single-start search; the
 // one from order[k] uses seed + kStartSeedStride * k, apart from the rounds' seeds. With one round
@@ -314,7 +313,8 @@ PlaceResult anneal_from_starts(const PlaceRequest& request, const AnnealOptions&
     one.seed = request.seed + kStartSeedStride * k;
     one.progress = request.progress && k == 0;
     AnnealOptions labelled = options;
-    labelled.progress_label = fmt::format("{} from {}", options.progress_label, starts[order[k]].name);
+    labelled.progress_label =
+        fmt::format("{} from {}", options.progress_label, starts[order[k]].name);
     found[k] = anneal_rounds(one, labelled, starts[order[k]].name, starts[order[k]].placement,
                              start_sims[order[k]], penalty_s, PlaceResult{}, clock_start);
   };
@@ -340,9 +340,9 @@ PlaceResult anneal_from_starts(const PlaceRequest& request, const AnnealOptions&
   }
   result.placement = std::move(found[best].placement);
   result.infeasible_reason = std::move(found[best].infeasible_reason);
-  result.note = fmt::format("{} searches, from the {} least-cost starts; the best: {}; the other{}: {}",
-                            order.size(), order.size(), found[best].note,
-                            others.size() == 1 ? "" : "s", fmt::join(others, ", "));
+  result.note = fmt::format(
+      "{} searches, from the {} least-cost starts; the best: {}; the other{}: {}", order.size(),
+      order.size(), found[best].note, others.size() == 1 ? "" : "s", fmt::join(others, ", "));
   return result;
 }
 
@@ -355,8 +355,7 @@ class AnnealPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
     const PlacerParams params(
         "anneal", request.params,
-        {"evaluations", "t_start", "t_end", "block_size", "start", "starts", "rounds",
-         "threads"});
+        {"evaluations", "t_start", "t_end", "block_size", "start", "starts", "rounds", "threads"});
     const Graph& graph = *request.graph;
     const Cluster& cluster = *request.cluster;
     const int64_t evaluations =
@@ -367,8 +366,8 @@ class AnnealPlacer final : public Placer {
     const int64_t block_size = params.get_int("block_size", 0, 1, int64_t{1} << 40);
     const int rounds = int(params.get_int("rounds", 1, 1, 1000));
     const size_t threads = size_t(params.get_int("threads", 0, 1, 1024));
-    const size_t start_count = size_t(params.get_int(
-        "starts", 2, 1, int64_t(anneal_start_candidates().size())));
+    const size_t start_count =
+        size_t(params.get_int("starts", 2, 1, int64_t(anneal_start_candidates().size())));
     std::vector<std::string> start_choices = {"best"};
     start_choices.insert(start_choices.end(), anneal_start_candidates().begin(),
                          anneal_start_candidates().end());
@@ -465,9 +464,9 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
 // The expert placement (when there is one) and every classic placer but m-sct, whose LP takes
 // seconds on the large graphs. The three candidates of before the others were added come first.
 const std::vector<std::string>& anneal_start_candidates() {
-  static const std::vector<std::string> names = {
-      "single-gpu", "m-etf", "expert", "heft", "m-topo", "scotch", "mincut", "metis",
-      "round-robin", "single-cpu"};
+  static const std::vector<std::string> names = {"single-gpu",  "m-etf",     "expert", "heft",
+                                                 "m-topo",      "scotch",    "mincut", "metis",
+                                                 "round-robin", "single-cpu"};
   return names;
 }
 

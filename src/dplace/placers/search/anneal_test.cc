@@ -88,15 +88,15 @@ TEST(AnnealPlacerTest, TwoStartsKeepTheBetterOfTheTwoSearches) {
     const PlacerRun second = run_placer(
         *c, "anneal",
         {.params = {{"evaluations", evaluations}, {"start", runs[1].name}}, .seed = 1001});
-    const PlacerRun& better =
-        std::make_pair(!second.sim.feasible, second.sim.step_time_s) <
-                std::make_pair(!first.sim.feasible, first.sim.step_time_s)
-            ? second
-            : first;
+    const PlacerRun& better = std::make_pair(!second.sim.feasible, second.sim.step_time_s) <
+                                      std::make_pair(!first.sim.feasible, first.sim.step_time_s)
+                                  ? second
+                                  : first;
     // Each single-start run counts its candidate's placer, its start's simulation and its moves;
     // the other candidates are placed and simulated too.
     int64_t evaluations_of_both = first.result.evaluations + second.result.evaluations;
-    for (size_t i = 2; i < runs.size(); ++i) evaluations_of_both += runs[i].run.result.evaluations + 1;
+    for (size_t i = 2; i < runs.size(); ++i)
+      evaluations_of_both += runs[i].run.result.evaluations + 1;
     for (const std::string threads : {"1", "2"}) {
       const PlacerRun both = run_placer(
           *c, "anneal", {.params = {{"evaluations", evaluations}, {"threads", threads}}});
