@@ -40,12 +40,19 @@ double penalised_cost(const SimResult& r, double penalty_s) {
   return r.step_time_s + penalty_s * (1.0 + 10.0 * double(overflow) / double(capacity));
 }
 
+// A search's result, and whether --budget-seconds stopped it (or one of its rounds) before the
+// moves it was given: then the result depends on the machine's speed.
+struct SearchOutcome {
+  PlaceResult result;
+  bool cut_by_budget = false;
+};
+
 // The search itself, from `start` (already simulated: start_sim) with the OOM penalty scale
 // penalty_s; `result` carries the evaluations spent before. The budget counts from clock_start.
-PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& options,
-                          const std::string& start_name, Placement start,
-                          const SimResult& start_sim, double penalty_s, PlaceResult result,
-                          std::chrono::steady_clock::time_point clock_start) {
+SearchOutcome anneal_search(const PlaceRequest& request, const AnnealOptions& options,
+                            const std::string& start_name, Placement start,
+                            const SimResult& start_sim, double penalty_s, PlaceResult result,
+                            std::chrono::steady_clock::time_point clock_start) {
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
   const GroupGraph groups(graph, cluster, *request.costs);
@@ -217,7 +224,7 @@ PlaceResult anneal_search(const PlaceRequest& request, const AnnealOptions& opti
         "speed",
         options.evaluations);
   }
-  return result;
+  return {.result = std::move(result), .cut_by_budget = capped};
 }
 
 // Feasible before OOM; then the step time, or the penalised cost between two OOM placements.
@@ -230,10 +237,10 @@ bool better(const SimResult& a, const SimResult& b, double penalty_s) {
 // placement so far, round 2w at the options' temperatures with seed + 2w, round 2w + 1 at ten
 // times t_start with seed + 2w + 1. A wave's rounds run side by side when options.threads allows;
 // each only reads the shared request, so the result does not depend on it.
-PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& options,
-                          const std::string& start_name, const Placement& start,
-                          const SimResult& start_sim, double penalty_s, PlaceResult result,
-                          std::chrono::steady_clock::time_point clock_start) {
+SearchOutcome anneal_rounds(const PlaceRequest& request, const AnnealOptions& options,
+                            const std::string& start_name, const Placement& start,
+                            const SimResult& start_sim, double penalty_s, PlaceResult result,
+                            std::chrono::steady_clock::time_point clock_start) {
   if (options.rounds <= 1) {
     return anneal_search(request, options, start_name, start, start_sim, penalty_s,
                          std::move(result), clock_start);
@@ -248,9 +255,10 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
   std::string best_note;
   int best_round = -1;  // the start itself
   int rounds = 0;
+  bool cut = false;
   while (rounds < options.rounds && elapsed_s() < request.budget_seconds) {
     const int wave_size = std::min(2, options.rounds - rounds);
-    std::vector<PlaceResult> found(wave_size);
+    std::vector<SearchOutcome> found(wave_size);
     const std::string wave_start = rounds == 0 ? start_name : "the best so far";
     pool.parallel_for(wave_size, [&](size_t i, size_t) {
       PlaceRequest round = request;
@@ -265,12 +273,13 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
     });
     bool improved = false;
     for (int i = 0; i < wave_size; ++i) {
-      result.evaluations += found[i].evaluations;
-      const SimResult sim = request.simulator->run(found[i].placement);
+      result.evaluations += found[i].result.evaluations;
+      cut = cut || found[i].cut_by_budget;
+      const SimResult sim = request.simulator->run(found[i].result.placement);
       if (better(sim, best_sim, penalty_s)) {
-        best = std::move(found[i].placement);
+        best = std::move(found[i].result.placement);
         best_sim = sim;
-        best_note = std::move(found[i].note);
+        best_note = std::move(found[i].result.note);
         best_round = rounds + i;
         improved = true;
       }
@@ -289,10 +298,9 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
       best_round < 0 ? fmt::format("none faster than the start, {} ({:.6g} s)", start_name,
                                    start_sim.step_time_s)
                      : fmt::format("the best from round {}: {}", best_round + 1, best_note));
-  if (rounds < options.rounds && elapsed_s() >= request.budget_seconds) {
-    result.note += "; rounds cut by --budget-seconds: the result depends on machine speed";
-  }
-  return result;
+  cut = cut || (rounds < options.rounds && elapsed_s() >= request.budget_seconds);
+  if (cut) result.note += "; rounds cut by --budget-seconds: the result depends on machine speed";
+  return {.result = std::move(result), .cut_by_budget = cut};
 }
 
 // One anneal_rounds from each of starts[order[k]] (order: the least-cost first), keeping the
@@ -301,13 +309,13 @@ PlaceResult anneal_rounds(const PlaceRequest& request, const AnnealOptions& opti
 // the searches run side by side on options.threads (at most two at once); with more, one after
 // another, each using the threads for its waves. The result does not depend on the threads.
 constexpr uint64_t kStartSeedStride = 1000;  // above the most rounds (1,000)
-PlaceResult anneal_from_starts(const PlaceRequest& request, const AnnealOptions& options,
-                               const std::vector<Candidate>& starts,
-                               const std::vector<SimResult>& start_sims,
-                               const std::vector<size_t>& order, double penalty_s,
-                               PlaceResult result,
-                               std::chrono::steady_clock::time_point clock_start) {
-  std::vector<PlaceResult> found(order.size());
+SearchOutcome anneal_from_starts(const PlaceRequest& request, const AnnealOptions& options,
+                                 const std::vector<Candidate>& starts,
+                                 const std::vector<SimResult>& start_sims,
+                                 const std::vector<size_t>& order, double penalty_s,
+                                 PlaceResult result,
+                                 std::chrono::steady_clock::time_point clock_start) {
+  std::vector<SearchOutcome> found(order.size());
   auto search = [&](size_t k) {
     PlaceRequest one = request;
     one.seed = request.seed + kStartSeedStride * k;
@@ -329,21 +337,30 @@ PlaceResult anneal_from_starts(const PlaceRequest& request, const AnnealOptions&
   std::vector<SimResult> sims(order.size());
   std::vector<std::string> others;
   for (size_t k = 0; k < order.size(); ++k) {
-    result.evaluations += found[k].evaluations;
-    sims[k] = request.simulator->run(found[k].placement);
+    result.evaluations += found[k].result.evaluations;
+    sims[k] = request.simulator->run(found[k].result.placement);
     if (better(sims[k], sims[best], penalty_s)) best = k;
   }
+  // A losing search that the budget stopped might have won with its moves: say so too.
+  bool other_cut = false;
   for (size_t k = 0; k < order.size(); ++k) {
     if (k == best) continue;
-    others.push_back(fmt::format("from {} {:.6g} s{}", starts[order[k]].name, sims[k].step_time_s,
-                                 sims[k].feasible ? "" : " (OOM)"));
+    other_cut = other_cut || found[k].cut_by_budget;
+    others.push_back(fmt::format("from {} {:.6g} s{}{}", starts[order[k]].name, sims[k].step_time_s,
+                                 sims[k].feasible ? "" : " (OOM)",
+                                 found[k].cut_by_budget ? " (cut short)" : ""));
   }
-  result.placement = std::move(found[best].placement);
-  result.infeasible_reason = std::move(found[best].infeasible_reason);
-  result.note = fmt::format(
-      "{} searches, from the {} least-cost starts; the best: {}; the other{}: {}", order.size(),
-      order.size(), found[best].note, others.size() == 1 ? "" : "s", fmt::join(others, ", "));
-  return result;
+  result.placement = std::move(found[best].result.placement);
+  result.infeasible_reason = std::move(found[best].result.infeasible_reason);
+  result.note =
+      fmt::format("{} searches, from the {} least-cost starts; the best: {}; the other{}: {}",
+                  order.size(), order.size(), found[best].result.note,
+                  others.size() == 1 ? "" : "s", fmt::join(others, ", "));
+  if (other_cut && !found[best].cut_by_budget) {
+    result.note +=
+        "; a losing search was stopped by --budget-seconds: the result depends on machine speed";
+  }
+  return {.result = std::move(result), .cut_by_budget = other_cut || found[best].cut_by_budget};
 }
 
 class AnnealPlacer final : public Placer {
@@ -435,10 +452,12 @@ class AnnealPlacer final : public Placer {
                                 .threads = threads};
     if (order.size() == 1) {
       return anneal_rounds(request, options, starts[order[0]].name, starts[order[0]].placement,
-                           start_sims[order[0]], penalty_s, std::move(result), clock_start);
+                           start_sims[order[0]], penalty_s, std::move(result), clock_start)
+          .result;
     }
     return anneal_from_starts(request, options, starts, start_sims, order, penalty_s,
-                              std::move(result), clock_start);
+                              std::move(result), clock_start)
+        .result;
   }
 };
 
@@ -458,7 +477,8 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
   const double penalty_s =
       2.0 * std::max(start_sim.step_time_s, request.simulator->lower_bound_s());
   return anneal_rounds(request, options, start_name, start, start_sim, penalty_s, std::move(result),
-                       clock_start);
+                       clock_start)
+      .result;
 }
 
 // The expert placement (when there is one) and every classic placer but m-sct, whose LP takes

@@ -199,6 +199,24 @@ TEST(AnnealPlacerTest, BudgetIsACapThatTheNoteReports) {
   EXPECT_DOUBLE_EQ(run.sim.step_time_s, 3.0);
 }
 
+// Both searches, from the two least-cost starts, stop at their first move (or before their first
+// round): the note says so for each, since the one that lost might have won with its moves.
+TEST(AnnealPlacerTest, EverySearchTheBudgetStoppedIsReported) {
+  auto c = two_chains_case();
+  for (const char* rounds : {"1", "2"}) {
+    const PlacerRun run = run_placer(
+        *c, "anneal",
+        {.params = {{"evaluations", "100000000"}, {"rounds", rounds}}, .budget_seconds = 1e-9});
+    const std::string& note = run.result.note;
+    EXPECT_NE(note.find(std::string(rounds) == "1" ? "stopped by --budget-seconds"
+                                                   : "rounds cut by --budget-seconds"),
+              std::string::npos)
+        << note;
+    EXPECT_NE(note.find("(cut short)"), std::string::npos) << note;
+    EXPECT_DOUBLE_EQ(run.sim.step_time_s, 3.0);  // m-etf's start, the optimum
+  }
+}
+
 TEST(AnnealPlacerTest, UnknownParamIsAConfigError) {
   auto c = two_chains_case();
   EXPECT_THROW(run_placer(*c, "anneal", {.params = {{"iterations", "5"}}}), ConfigError);
