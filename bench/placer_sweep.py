@@ -49,7 +49,7 @@ def cell_text(r):
     text = f"{r['step_time_s'] * 1e3:.4g} ms"
     if not r["feasible"]:
         text += " (OOM)"
-    if "stopped by --budget-seconds" in r.get("note", ""):
+    if "the result depends on machine speed" in r.get("note", ""):  # cut by --budget-seconds
         text += " (budget)"
     return text
 
