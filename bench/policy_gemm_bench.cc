@@ -21,8 +21,7 @@
 
 extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
                        const int* k, const float* alpha, const float* a, const int* lda,
-                       const float* b, const int* ldb, const float* beta, float* c,
-                       const int* ldc);
+                       const float* b, const int* ldb, const float* beta, float* c, const int* ldc);
 
 namespace {
 
@@ -46,8 +45,11 @@ void multiply(int rows, Product& p) {
 void BM_DecoderStep(benchmark::State& state) {
   const int rows = static_cast<int>(state.range(0));
   const int groups = static_cast<int>(state.range(1));
-  const int shapes[][2] = {{kHidden, 4 * kHidden}, {kHidden, groups}, {groups, kHidden},
-                           {2 * kHidden, kHidden}, {kHidden, kDevices}};
+  const int shapes[][2] = {{kHidden, 4 * kHidden},
+                           {kHidden, groups},
+                           {groups, kHidden},
+                           {2 * kHidden, kHidden},
+                           {kHidden, kDevices}};
   std::vector<Product> products;
   double multiply_adds = 0;
   for (const auto& [k, n] : shapes) {
@@ -89,9 +91,7 @@ void BM_LargeProduct(benchmark::State& state) {
 
 BENCHMARK(BM_LargeProduct)->Arg(1024)->ArgName("size");
 
-BENCHMARK(BM_DecoderStep)
-    ->ArgsProduct({{1, 4, 8, 16}, {32, 256}})
-    ->ArgNames({"rows", "groups"});
+BENCHMARK(BM_DecoderStep)->ArgsProduct({{1, 4, 8, 16}, {32, 256}})->ArgNames({"rows", "groups"});
 
 }  // namespace
 
