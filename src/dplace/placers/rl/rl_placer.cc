@@ -54,6 +54,14 @@ int64_t parse_int(const std::string& key, const std::string& value, int64_t min_
   return v;
 }
 
+// A file name or command; an empty one (e.g. an unset shell variable) would silently turn the
+// option off, so it is refused.
+const std::string& non_empty(const std::string& key, const std::string& value,
+                             const std::string& expected) {
+  if (value.empty()) bad_param(key, value, expected);
+  return value;
+}
+
 double parse_double(const std::string& key, const std::string& value, double min_value,
                     bool inclusive) {
   size_t used = 0;
@@ -207,12 +215,12 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"chunk",
            [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 0, 4096)); }},
           {"imitation", [&](auto& k, auto& v) { o.imitation = parse_double(k, v, 0, true); }},
-          {"checkpoint", [&](auto&, auto& v) { o.checkpoint = v; }},
+          {"checkpoint", [&](auto& k, auto& v) { o.checkpoint = non_empty(k, v, "a file name"); }},
           {"checkpoint-every",
            [&](auto& k, auto& v) {
              o.checkpoint_every = static_cast<int>(parse_int(k, v, 1, 1 << 30));
            }},
-          {"curve", [&](auto&, auto& v) { o.curve = v; }},
+          {"curve", [&](auto& k, auto& v) { o.curve = non_empty(k, v, "a file name"); }},
           {"init",
            [&](auto& k, auto& v) {
              if (v != "none" && v != "expert") bad_param(k, v, "none or expert");
@@ -220,7 +228,10 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
            }},
           {"init-steps",
            [&](auto& k, auto& v) { o.init_steps = static_cast<int>(parse_int(k, v, 1, 1 << 30)); }},
-          {"measure-cmd", [&](auto&, auto& v) { o.measure_cmd = v; }},
+          {"measure-cmd",
+           [&](auto& k, auto& v) {
+             o.measure_cmd = non_empty(k, v, "a command containing {placement}");
+           }},
           {"measure-timeout",
            [&](auto& k, auto& v) { o.measure_timeout_s = parse_double(k, v, 0, true); }},
           {"polish", [&](auto& k, auto& v) { o.polish_evaluations = parse_int(k, v, 0); }},

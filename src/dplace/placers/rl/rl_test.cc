@@ -426,6 +426,15 @@ TEST(RlPlacerTest, OptionsAreValidated) {
   EXPECT_THROW(rl_options_from_params({{"groups", "0"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"lr", "fast"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"baseline-decay", "1"}}), ConfigError);
+  // An empty file name or command (an unset shell variable) used to turn the option off silently.
+  for (const char* key : {"curve", "checkpoint", "measure-cmd"}) {
+    EXPECT_THROW(rl_options_from_params({{key, ""}}), ConfigError) << key;
+  }
+  try {
+    rl_options_from_params({{"curve", ""}});
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "placer 'rl': --param curve=: expected a file name");
+  }
   // Values past what an int option can hold used to wrap around (batch=2^31 became negative).
   for (const char* key : {"batch", "levels", "hidden", "embedding", "threads", "chunk"}) {
     EXPECT_THROW(rl_options_from_params({{key, "2147483648"}}), ConfigError) << key;
