@@ -258,6 +258,25 @@ TEST(CliTest, UnwritableOutputIsRefusedBeforeTheSearch) {
       "cannot open file for writing (it is a directory)");
 }
 
+TEST(CliTest, EmptyFileAndPresetNamesAreRefused) {
+  // An unset shell variable gives an empty value, which used to read as "not given": no file was
+  // written, the model's own expert replaced nothing, the pipeline took the implied cluster.
+  for (const char* flag : {"-o", "--trace", "--dot", "--placement"}) {
+    expect_one_line_error(
+        run(std::string("place two_tower --cluster paper-k80x2 --placer expert ") + flag + " ''"),
+        "empty value: expected a");
+  }
+  expect_one_line_error(run("place two_tower --cluster '' --placer expert"),
+                        "--cluster: empty value: expected a preset or a cluster file");
+  expect_one_line_error(run("simulate two_tower --cluster paper-k80x2 --placement ''"),
+                        "--placement: empty value");
+  expect_one_line_error(run("pipeline two_tower --cluster ''"), "--cluster: empty value");
+#ifdef DPLACE_WITH_TORCH
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer rl --measure-cmd ''"),
+                        "--param measure-cmd=: expected a command containing {placement}");
+#endif
+}
+
 TEST(CliTest, CompareGivesNoSpeedUpToAnOutOfMemoryRow) {
   // 5 MB of weights per op, GPUs of 6 MB: every op on one GPU is OOM, heft uses the CPU.
   const fs::path graph = temp_dir() / "memchain.json";

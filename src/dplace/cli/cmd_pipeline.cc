@@ -128,7 +128,8 @@ void add_pipeline_command(CLI::App& app) {
       "pipeline", "pipeline partitioning: minimum max-load (throughput) or single-sample latency");
   add_graph_options(cmd, args->graph);
   cmd->add_option("--cluster", args->cluster,
-                  "preset name or cluster JSON file (default: the graph file's implied cluster)");
+                  "preset name or cluster JSON file (default: the graph file's implied cluster)")
+      ->check(non_empty_value("a preset or a cluster file"));
   cmd->add_option("--objective", args->objective, "throughput (default) or latency");
   cmd->add_flag("--contiguous", args->contiguous,
                 "throughput: contiguous splits only, solved exactly by the DP over ideals; "

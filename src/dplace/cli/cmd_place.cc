@@ -38,7 +38,8 @@ struct SearchArgs {
 
 void add_search_options(CLI::App* cmd, SearchArgs& args) {
   add_graph_options(cmd, args.graph);
-  cmd->add_option("--cluster", args.cluster, "preset name or cluster JSON file");
+  cmd->add_option("--cluster", args.cluster, "preset name or cluster JSON file")
+      ->check(non_empty_value("a preset or a cluster file"));
   // Parsed here: CLI11 read "0x10" as 0 and took -1 or 2^64 without complaint.
   cmd->add_option_function<std::string>(
          "--seed",
@@ -58,7 +59,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& args) {
   cmd->add_flag("--progress", args.progress, "progress lines on stderr even when not a terminal");
   cmd->add_option("--placement", args.expert_path,
                   "expert placement file replacing the model's own (expert placer; anneal's and "
-                  "rl's warm starts)");
+                  "rl's warm starts)")
+      ->check(non_empty_value("a placement file"));
   cmd->add_option("--param", args.params, "placer option key=value (repeatable)");
 }
 

@@ -49,10 +49,12 @@ void add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand("simulate", "simulate one step of a graph under a placement");
   add_graph_options(cmd, args->graph);
-  cmd->add_option("--cluster", args->cluster, "preset name or cluster JSON file");
+  cmd->add_option("--cluster", args->cluster, "preset name or cluster JSON file")
+      ->check(non_empty_value("a preset or a cluster file"));
   cmd->add_option("--placement", args->placement_path,
                   "dplace.placement/1 file, or 'expert' for the model's expert placement")
-      ->required();
+      ->required()
+      ->check(non_empty_value("a placement file or 'expert'"));
   add_output_options(cmd, args->out, false);
   cmd->callback([args] { run_simulate(*args); });
 }

@@ -96,10 +96,13 @@ void print_evaluation(const Session& session, const Evaluation& e, std::FILE* ou
 
 void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out) {
   if (with_placement_out) {
-    cmd->add_option("-o,--output", args.placement_path, "write the placement (dplace.placement/1)");
+    cmd->add_option("-o,--output", args.placement_path, "write the placement (dplace.placement/1)")
+        ->check(non_empty_value("a file name"));
   }
-  cmd->add_option("--trace", args.trace_path, "write a Chrome trace-event timeline (Perfetto)");
-  cmd->add_option("--dot", args.dot_path, "write the placed graph as .dot or .svg (Graphviz)");
+  cmd->add_option("--trace", args.trace_path, "write a Chrome trace-event timeline (Perfetto)")
+      ->check(non_empty_value("a file name"));
+  cmd->add_option("--dot", args.dot_path, "write the placed graph as .dot or .svg (Graphviz)")
+      ->check(non_empty_value("a file name"));
   cmd->add_flag("--json", args.json, "print one JSON object on stdout");
 }
 

@@ -24,6 +24,14 @@ void add_graph_options(CLI::App* cmd, GraphArgs& args) {
   cmd->add_option("--dim", args.dims, "value of a symbolic ONNX dimension, name=value");
 }
 
+CLI::Validator non_empty_value(const std::string& expected) {
+  return CLI::Validator(
+      [expected](const std::string& value) {
+        return value.empty() ? "empty value: expected " + expected : std::string();
+      },
+      "", "non-empty");
+}
+
 namespace {
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
