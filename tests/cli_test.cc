@@ -258,7 +258,7 @@ TEST(CliTest, UnwritableOutputIsRefusedBeforeTheSearch) {
       "cannot open file for writing (it is a directory)");
 }
 
-TEST(CliTest, EmptyFileAndPresetNamesAreRefused) {
+TEST(CliTest, EmptyNamesAndRepeatedPlacersAreRefused) {
   // An unset shell variable gives an empty value, which used to read as "not given": no file was
   // written, the model's own expert replaced nothing, the pipeline took the implied cluster.
   for (const char* flag : {"-o", "--trace", "--dot", "--placement"}) {
@@ -271,6 +271,9 @@ TEST(CliTest, EmptyFileAndPresetNamesAreRefused) {
   expect_one_line_error(run("simulate two_tower --cluster paper-k80x2 --placement ''"),
                         "--placement: empty value");
   expect_one_line_error(run("pipeline two_tower --cluster ''"), "--cluster: empty value");
+  // A placer named twice used to run twice, as two identical rows.
+  expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --placers heft,expert,heft"),
+                        "--placers: 'heft' is named twice");
 #ifdef DPLACE_WITH_TORCH
   expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer rl --measure-cmd ''"),
                         "--param measure-cmd=: expected a command containing {placement}");

@@ -218,8 +218,11 @@ void run_compare(const CompareArgs& args) {
     }
   }
   std::vector<CompareRow> rows;
-  for (const std::string& name : names) {
-    make_placer(name);  // unknown names are an input error before any work starts
+  for (size_t i = 0; i < names.size(); ++i) {
+    make_placer(names[i]);  // unknown names are an input error before any work starts
+    if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i) {
+      throw ConfigError(fmt::format("--placers: '{}' is named twice", names[i]));
+    }
   }
   check_param_scopes(request.params, names);
   for (const std::string& name : names) {
