@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -40,22 +39,10 @@ void add_search_options(CLI::App* cmd, SearchArgs& args) {
   add_graph_options(cmd, args.graph);
   cmd->add_option("--cluster", args.cluster, "preset name or cluster JSON file")
       ->check(non_empty_value("a preset or a cluster file"));
-  // Parsed here: CLI11 read "0x10" as 0 and took -1 or 2^64 without complaint.
-  cmd->add_option_function<std::string>(
-         "--seed",
-         [&args](const std::string& text) {
-           uint64_t value = 0;
-           const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-           if (ec != std::errc() || end != text.data() + text.size()) {
-             throw ConfigError(fmt::format(
-                 "--seed '{}': expected a whole number in [0, 18446744073709551615]", text));
-           }
-           args.seed = value;
-         },
-         "seed of randomised placers (default 1)")
-      ->type_name("UINT");
+  add_seed_option(cmd, args.seed, "seed of randomised placers (default 1)");
   cmd->add_option("--budget-seconds", args.budget_seconds,
-                  "wall-clock budget of search placers (default 60)");
+                  "wall-clock budget of search placers (default 60)")
+      ->check(non_empty_value("a number of seconds"));
   cmd->add_flag("--progress", args.progress, "progress lines on stderr even when not a terminal");
   cmd->add_option("--placement", args.expert_path,
                   "expert placement file replacing the model's own (expert placer; anneal's and "

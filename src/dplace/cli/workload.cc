@@ -13,12 +13,15 @@ namespace dplace::cli {
 
 void add_graph_options(CLI::App* cmd, GraphArgs& args) {
   cmd->add_option("GRAPH", args.spec, "built-in model name or graph file (.onnx, JSON, graph.txt)")
-      ->required();
-  cmd->add_option("--batch", args.batch, "batch size (built-in models)");
-  cmd->add_option("--layers", args.layers, "number of layers (built-in models)");
-  cmd->add_option("--hidden", args.hidden, "hidden size (built-in models)");
-  cmd->add_option("--seq", args.seq, "sequence length (built-in models)");
-  cmd->add_option("--vocab", args.vocab, "vocabulary size (built-in models)");
+      ->required()
+      ->check(non_empty_value("a model name or a graph file"));
+  // An empty size read as "not given" (the model's default) without a word.
+  const CLI::Validator size = non_empty_value("a whole number");
+  cmd->add_option("--batch", args.batch, "batch size (built-in models)")->check(size);
+  cmd->add_option("--layers", args.layers, "number of layers (built-in models)")->check(size);
+  cmd->add_option("--hidden", args.hidden, "hidden size (built-in models)")->check(size);
+  cmd->add_option("--seq", args.seq, "sequence length (built-in models)")->check(size);
+  cmd->add_option("--vocab", args.vocab, "vocabulary size (built-in models)")->check(size);
   cmd->add_flag("--training", args.training, "forward + backward + update graph");
   cmd->add_flag("--inference", args.inference, "forward graph only");
   cmd->add_option("--dim", args.dims, "value of a symbolic ONNX dimension, name=value");
@@ -30,6 +33,22 @@ CLI::Validator non_empty_value(const std::string& expected) {
         return value.empty() ? "empty value: expected " + expected : std::string();
       },
       "", "non-empty");
+}
+
+void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help) {
+  cmd->add_option_function<std::string>(
+         "--seed",
+         [&seed](const std::string& text) {
+           uint64_t value = 0;
+           const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+           if (ec != std::errc() || end != text.data() + text.size()) {
+             throw ConfigError(fmt::format(
+                 "--seed '{}': expected a whole number in [0, 18446744073709551615]", text));
+           }
+           seed = value;
+         },
+         help)
+      ->type_name("UINT");
 }
 
 namespace {

@@ -36,6 +36,10 @@ void add_graph_options(CLI::App* cmd, GraphArgs& args);
 // `expected` completes the message "empty value: expected ...".
 CLI::Validator non_empty_value(const std::string& expected);
 
+// --seed, parsed here rather than by CLI11, which read "0x10" as 0 and took -1, 2^64 or an empty
+// value without complaint: anything but a whole number in [0, 2^64) is a one-line error.
+void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help);
+
 struct Workload {
   Graph graph;
   std::optional<Cluster> implied_cluster;
