@@ -279,6 +279,8 @@ TEST(CliTest, EmptyNamesAndRepeatedPlacersAreRefused) {
   expect_one_line_error(
       run("place two_tower --cluster paper-k80x2 --placer anneal --budget-seconds ''"),
       "--budget-seconds: empty value: expected a number of seconds");
+  expect_one_line_error(run("pipeline two_tower --cluster paper-k80x2 --time-limit ''"),
+                        "--time-limit: empty value: expected a number of seconds");
   // A placer named twice used to run twice, as two identical rows.
   expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --placers heft,expert,heft"),
                         "--placers: 'heft' is named twice");
