@@ -31,8 +31,9 @@ struct GraphArgs {
 // Adds GRAPH (positional) and the model/import options to a subcommand.
 void add_graph_options(CLI::App* cmd, GraphArgs& args);
 
-// Check for the options that name a file or preset (--cluster, --placement, -o, --trace, --dot):
-// an empty value, e.g. from an unset shell variable, is refused instead of reading as "not given".
+// Check for every option that takes a value (GRAPH, --cluster, --placement, -o, --trace, --dot, the
+// model sizes, --budget-seconds, --time-limit): an empty value, e.g. from an unset shell variable,
+// is refused instead of reading as "not given" or as 0.
 // `expected` completes the message "empty value: expected ...".
 CLI::Validator non_empty_value(const std::string& expected);
 
