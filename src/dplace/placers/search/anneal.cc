@@ -309,12 +309,12 @@ SearchOutcome anneal_rounds(const PlaceRequest& request, const AnnealOptions& op
 // the searches run side by side on options.threads (at most two at once); with more, one after
 // another, each using the threads for its waves. The result does not depend on the threads.
 constexpr uint64_t kStartSeedStride = 1000;  // above the most rounds (1,000)
-SearchOutcome anneal_from_starts(const PlaceRequest& request, const AnnealOptions& options,
-                                 const std::vector<Candidate>& starts,
-                                 const std::vector<SimResult>& start_sims,
-                                 const std::vector<size_t>& order, double penalty_s,
-                                 PlaceResult result,
-                                 std::chrono::steady_clock::time_point clock_start) {
+PlaceResult anneal_from_starts(const PlaceRequest& request, const AnnealOptions& options,
+                               const std::vector<Candidate>& starts,
+                               const std::vector<SimResult>& start_sims,
+                               const std::vector<size_t>& order, double penalty_s,
+                               PlaceResult result,
+                               std::chrono::steady_clock::time_point clock_start) {
   std::vector<SearchOutcome> found(order.size());
   auto search = [&](size_t k) {
     PlaceRequest one = request;
@@ -360,7 +360,7 @@ SearchOutcome anneal_from_starts(const PlaceRequest& request, const AnnealOption
     result.note +=
         "; a losing search was stopped by --budget-seconds: the result depends on machine speed";
   }
-  return {.result = std::move(result), .cut_by_budget = other_cut || found[best].cut_by_budget};
+  return result;
 }
 
 class AnnealPlacer final : public Placer {
@@ -456,8 +456,7 @@ class AnnealPlacer final : public Placer {
           .result;
     }
     return anneal_from_starts(request, options, starts, start_sims, order, penalty_s,
-                              std::move(result), clock_start)
-        .result;
+                              std::move(result), clock_start);
   }
 };
 
