@@ -146,6 +146,25 @@ std::optional<DevicePair> Cluster::first_unlinked_pair() const {
   return std::nullopt;
 }
 
+MeanLinkCost Cluster::mean_link_cost() const {
+  MeanLinkCost mean;
+  for (size_t a = 0; a < num_devices(); ++a) {
+    for (size_t b = 0; b < num_devices(); ++b) {
+      if (a == b) continue;
+      if (const Link* l = link(DeviceId::from_index(a), DeviceId::from_index(b))) {
+        mean.latency_s += l->latency_s;
+        mean.seconds_per_byte += 1.0 / l->bandwidth_bytes_per_s;
+        ++mean.links;
+      }
+    }
+  }
+  if (mean.links > 0) {
+    mean.latency_s /= mean.links;
+    mean.seconds_per_byte /= mean.links;
+  }
+  return mean;
+}
+
 std::optional<DeviceId> Cluster::find_device(std::string_view name) const {
   for (size_t i = 0; i < spec_.devices.size(); ++i) {
     if (spec_.devices[i].name == name) return DeviceId::from_index(i);

@@ -67,6 +67,19 @@ struct ClusterSpec {
   std::optional<Link> default_link;
 };
 
+// What moving a tensor between two devices costs on average, before the devices are known: the mean
+// latency and the mean of 1 / bandwidth over every resolved link a->b with a != b (both 0 when
+// there is none). List schedulers charge it to an edge when they rank ops (HEFT's upward rank,
+// SCT's LP).
+struct MeanLinkCost {
+  int links = 0;  // resolved links between distinct devices
+  double latency_s = 0;
+  double seconds_per_byte = 0;
+  double transfer_s(int64_t bytes) const {
+    return latency_s + static_cast<double>(bytes) * seconds_per_byte;
+  }
+};
+
 // The most devices a cluster may have. The simulator and the placers keep state per ordered
 // device pair, so 1,024 devices are a million channels; op-level placement across more devices
 // than that is not a use dplace serves.
@@ -100,6 +113,7 @@ class Cluster {
   }
   // The first pair (from != to, by from then to) with no link; nullopt when every pair has one.
   std::optional<DevicePair> first_unlinked_pair() const;
+  MeanLinkCost mean_link_cost() const;
   // Index of the (from, to) channel in [0, num_devices^2); used by the simulator.
   size_t channel_index(DeviceId from, DeviceId to) const {
     return from.value() * num_devices() + to.value();

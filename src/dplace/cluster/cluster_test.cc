@@ -29,6 +29,15 @@ constexpr const char* kTwoDevices = R"({
   "links": [ { "from": "/cpu:0", "to": "/gpu:0", "bandwidth_bytes_per_s": 1.2e10,
                "latency_s": 1e-5 } ] })";
 
+// Three GPUs: a->b has its own link (one direction), every other pair the default link.
+constexpr const char* kDirectedLinkAndDefault = R"({ "format": "dplace.cluster/1", "name": "d",
+    "devices": [
+      { "name": "a", "kind": "gpu", "peak_flops": 1, "mem_bandwidth_bytes_per_s": 1, "memory_bytes": 1 },
+      { "name": "b", "kind": "gpu", "peak_flops": 1, "mem_bandwidth_bytes_per_s": 1, "memory_bytes": 1 },
+      { "name": "c", "kind": "gpu", "peak_flops": 1, "mem_bandwidth_bytes_per_s": 1, "memory_bytes": 1 } ],
+    "links": [ { "from": "a", "to": "b", "bandwidth_bytes_per_s": 100, "latency_s": 1, "directed": true } ],
+    "default_link": { "bandwidth_bytes_per_s": 7, "latency_s": 2 } })";
+
 TEST(ClusterJsonTest, ReadsDevicesAndFigures) {
   const Cluster c = parse(kTwoDevices);
   EXPECT_EQ(c.name(), "two");
@@ -68,13 +77,7 @@ TEST(ClusterJsonTest, UndirectedLinkServesBothDirections) {
 }
 
 TEST(ClusterJsonTest, DirectedLinkServesOneDirectionAndDefaultLinkTheRest) {
-  const Cluster c = parse(R"({ "format": "dplace.cluster/1", "name": "d",
-    "devices": [
-      { "name": "a", "kind": "gpu", "peak_flops": 1, "mem_bandwidth_bytes_per_s": 1, "memory_bytes": 1 },
-      { "name": "b", "kind": "gpu", "peak_flops": 1, "mem_bandwidth_bytes_per_s": 1, "memory_bytes": 1 },
-      { "name": "c", "kind": "gpu", "peak_flops": 1, "mem_bandwidth_bytes_per_s": 1, "memory_bytes": 1 } ],
-    "links": [ { "from": "a", "to": "b", "bandwidth_bytes_per_s": 100, "latency_s": 1, "directed": true } ],
-    "default_link": { "bandwidth_bytes_per_s": 7, "latency_s": 2 } })");
+  const Cluster c = parse(kDirectedLinkAndDefault);
   EXPECT_DOUBLE_EQ(c.link(DeviceId(0), DeviceId(1))->bandwidth_bytes_per_s, 100);
   EXPECT_DOUBLE_EQ(c.link(DeviceId(1), DeviceId(0))->bandwidth_bytes_per_s, 7);
   EXPECT_DOUBLE_EQ(c.link(DeviceId(2), DeviceId(0))->latency_s, 2);
@@ -87,6 +90,18 @@ TEST(ClusterJsonTest, PairWithoutEntryOrDefaultHasNoLink) {
       { "name": "b", "kind": "gpu", "peak_flops": 1, "mem_bandwidth_bytes_per_s": 1, "memory_bytes": 1 } ] })");
   EXPECT_EQ(c.link(DeviceId(0), DeviceId(1)), nullptr);
   EXPECT_EQ(c.link(DeviceId(1), DeviceId(0)), nullptr);
+  EXPECT_EQ(c.mean_link_cost().links, 0);
+  EXPECT_EQ(c.mean_link_cost().transfer_s(1000), 0.0);
+}
+
+TEST(ClusterTest, MeanLinkCostAveragesLatencyAndInverseBandwidthOverDirectedLinks) {
+  // a->b: 100 B/s, 1 s; the other five directed pairs take the default link, 7 B/s, 2 s.
+  const Cluster c = parse(kDirectedLinkAndDefault);
+  const MeanLinkCost mean = c.mean_link_cost();
+  EXPECT_EQ(mean.links, 6);
+  EXPECT_DOUBLE_EQ(mean.latency_s, (1.0 + 5 * 2.0) / 6);
+  EXPECT_DOUBLE_EQ(mean.seconds_per_byte, (1.0 / 100 + 5.0 / 7) / 6);
+  EXPECT_DOUBLE_EQ(mean.transfer_s(600), 11.0 / 6 + 600 * (1.0 / 100 + 5.0 / 7) / 6);
 }
 
 TEST(ClusterJsonTest, NameDefaultsToFileStem) {

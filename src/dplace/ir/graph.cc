@@ -57,6 +57,15 @@ std::span<const OpId> Graph::predecessors(OpId id) const {
                                               pred_offsets_[i + 1] - pred_offsets_[i]);
 }
 
+int64_t Graph::bytes_between(OpId from, OpId to) const {
+  int64_t bytes = 0;
+  for (uint32_t k = 0; k < num_outputs(from); ++k) {
+    const std::span<const OpId> readers = consumers({from, k});
+    if (std::binary_search(readers.begin(), readers.end(), to)) bytes += tensor_bytes({from, k});
+  }
+  return bytes;
+}
+
 std::span<const OpId> Graph::group_ops(GroupId g) const {
   const uint32_t i = g.value();
   return std::span<const OpId>(group_members_)

@@ -95,6 +95,8 @@ class Graph {
   // Distinct ops consuming any output of `id` / producing any input of `id`, ascending.
   std::span<const OpId> successors(OpId id) const;
   std::span<const OpId> predecessors(OpId id) const;
+  // The bytes of `from`'s outputs that `to` reads, each tensor once; 0 when `to` reads none.
+  int64_t bytes_between(OpId from, OpId to) const;
   // Number of (tensor, consumer op) pairs: the edges of the dataflow graph.
   size_t num_edges() const { return num_edges_; }
 

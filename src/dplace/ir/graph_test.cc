@@ -70,6 +70,19 @@ TEST(GraphTest, MultiOutputConsumersArePerTensor) {
   EXPECT_EQ(g.successors(s).size(), 2u);  // x and y once each
 }
 
+TEST(GraphTest, BytesBetweenCountsEachTensorTheConsumerReadsOnce) {
+  GraphBuilder b("m", "test");
+  const OpId s = add(b, "split", {}, {100, 200, 400});
+  const OpId x = add(b, "x", {{s, 1}});
+  const OpId y = add(b, "y", {{s, 0}, {s, 2}, {s, 2}});
+  const OpId z = add(b, "z", {{x, 0}});
+  const Graph g = std::move(b).build();
+  EXPECT_EQ(g.bytes_between(s, x), 200);
+  EXPECT_EQ(g.bytes_between(s, y), 500);  // outputs 0 and 2; output 2 read twice, counted once
+  EXPECT_EQ(g.bytes_between(s, z), 0);    // not a successor
+  EXPECT_EQ(g.bytes_between(x, s), 0);    // the wrong way round
+}
+
 TEST(GraphTest, SameTensorTwiceIsOneConsumer) {
   GraphBuilder b("sq", "test");
   const OpId a = add(b, "a");

@@ -391,22 +391,7 @@ std::vector<double> upward_ranks(const PlaceRequest& request, bool with_communic
   const Cluster& cluster = *request.cluster;
   const CostTable& costs = *request.costs;
   const size_t nd = cluster.num_devices();
-  double mean_latency = 0, mean_inv_bw = 0;
-  size_t links = 0;
-  for (size_t a = 0; a < nd; ++a) {
-    for (size_t b = 0; b < nd; ++b) {
-      if (a == b) continue;
-      if (const Link* l = cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
-        mean_latency += l->latency_s;
-        mean_inv_bw += 1.0 / l->bandwidth_bytes_per_s;
-        ++links;
-      }
-    }
-  }
-  if (links > 0) {
-    mean_latency /= double(links);
-    mean_inv_bw /= double(links);
-  }
+  const MeanLinkCost link_cost = cluster.mean_link_cost();
   std::vector<double> rank(graph.num_ops(), 0.0);
   const auto order = graph.topo_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -422,15 +407,9 @@ std::vector<double> upward_ranks(const PlaceRequest& request, bool with_communic
     w /= double(std::max<size_t>(allowed, 1));
     double tail = 0;
     for (OpId s : graph.successors(op)) {
-      double comm = 0;
-      if (with_communication && links > 0) {
-        int64_t bytes = 0;
-        for (uint32_t k = 0; k < graph.num_outputs(op); ++k) {
-          const auto cons = graph.consumers({op, k});
-          if (std::binary_search(cons.begin(), cons.end(), s)) bytes += graph.tensor_bytes({op, k});
-        }
-        comm = mean_latency + double(bytes) * mean_inv_bw;
-      }
+      const double comm = with_communication && link_cost.links > 0
+                              ? link_cost.transfer_s(graph.bytes_between(op, s))
+                              : 0.0;
       tail = std::max(tail, comm + rank[s.value()]);
     }
     rank[op.value()] = w + tail;

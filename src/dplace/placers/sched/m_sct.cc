@@ -22,22 +22,7 @@ namespace {
 SctLpProblem build_problem(const PlaceRequest& request) {
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
-  double mean_latency = 0, mean_inv_bw = 0;
-  size_t links = 0;
-  for (size_t a = 0; a < cluster.num_devices(); ++a) {
-    for (size_t b = 0; b < cluster.num_devices(); ++b) {
-      if (a == b) continue;
-      if (const Link* l = cluster.link(DeviceId::from_index(a), DeviceId::from_index(b))) {
-        mean_latency += l->latency_s;
-        mean_inv_bw += 1.0 / l->bandwidth_bytes_per_s;
-        ++links;
-      }
-    }
-  }
-  if (links > 0) {
-    mean_latency /= double(links);
-    mean_inv_bw /= double(links);
-  }
+  const MeanLinkCost link_cost = cluster.mean_link_cost();
   SctLpProblem problem;
   problem.duration_s.resize(graph.num_ops());
   for (size_t i = 0; i < graph.num_ops(); ++i) {
@@ -45,12 +30,8 @@ SctLpProblem build_problem(const PlaceRequest& request) {
     problem.duration_s[i] = request.costs->fastest_time_s(op);
     if (graph.predecessors(op).empty() && problem.duration_s[i] == 0) continue;
     for (OpId s : graph.successors(op)) {
-      int64_t bytes = 0;
-      for (uint32_t k = 0; k < graph.num_outputs(op); ++k) {
-        const auto cons = graph.consumers({op, k});
-        if (std::binary_search(cons.begin(), cons.end(), s)) bytes += graph.tensor_bytes({op, k});
-      }
-      problem.edges.push_back({uint32_t(i), s.value(), mean_latency + double(bytes) * mean_inv_bw});
+      problem.edges.push_back(
+          {uint32_t(i), s.value(), link_cost.transfer_s(graph.bytes_between(op, s))});
     }
   }
   return problem;
