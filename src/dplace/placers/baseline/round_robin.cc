@@ -1,6 +1,4 @@
 // round-robin: colocation groups in topological order dealt to the devices in turn.
-#include <fmt/format.h>
-
 #include "dplace/placers/builtin.h"
 #include "dplace/placers/common/group_graph.h"
 #include "dplace/placers/common/memory.h"
@@ -40,22 +38,9 @@ class RoundRobinPlacer final : public Placer {
           break;
         }
       }
-      if (!chosen.valid()) {
-        for (DeviceId d : groups.allowed(g)) {
-          if (!chosen.valid() || groups.time_s(g, d) < groups.time_s(g, chosen)) chosen = d;
-        }
-      }
-      device_of_group[g.value()] = chosen;
+      device_of_group[g.value()] = chosen.valid() ? chosen : groups.fastest_allowed_device(g);
     }
-    MemoryRepairResult repaired = repair_memory(request, groups, std::move(device_of_group));
-    PlaceResult result;
-    result.placement = placement_from_groups(*request.graph, repaired.device_of_group);
-    result.evaluations = repaired.evaluations;
-    result.infeasible_reason = repaired.reason;
-    if (repaired.moved_groups > 0) {
-      result.note = fmt::format("memory repair moved {} group(s)", repaired.moved_groups);
-    }
-    return result;
+    return place_groups_with_repair(request, groups, std::move(device_of_group));
   }
 };
 

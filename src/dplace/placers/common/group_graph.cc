@@ -95,4 +95,12 @@ GroupGraph::GroupGraph(const Graph& graph, const Cluster& cluster, const CostTab
             [&](GroupId x, GroupId y) { return first_rank[x.value()] < first_rank[y.value()]; });
 }
 
+DeviceId GroupGraph::fastest_allowed_device(GroupId g) const {
+  DeviceId best = DeviceId::invalid();
+  for (DeviceId d : allowed(g)) {
+    if (!best.valid() || time_s(g, d) < time_s(g, best)) best = d;
+  }
+  return best;
+}
+
 }  // namespace dplace

@@ -46,6 +46,8 @@ class GroupGraph {
   }
   bool allows(GroupId g, DeviceId d) const { return time_s(g, d) != kInfiniteTime; }
   const std::vector<DeviceId>& allowed(GroupId g) const { return costs_.group_devices(g); }
+  // The allowed device on which the group runs fastest (ties: the first in cluster order).
+  DeviceId fastest_allowed_device(GroupId g) const;
   double reference_time_s(GroupId g) const { return reference_time_s_[g.value()]; }
 
   int64_t param_bytes(GroupId g) const { return param_bytes_[g.value()]; }

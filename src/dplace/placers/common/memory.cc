@@ -178,6 +178,21 @@ MemoryRepairResult repair_memory(const PlaceRequest& request, const GroupGraph& 
       fmt::format("no placement found that fits in memory; least overflow: {}", best_oom));
 }
 
+PlaceResult place_groups_with_repair(const PlaceRequest& request, const GroupGraph& groups,
+                                     std::vector<DeviceId> device_of_group, std::string note) {
+  MemoryRepairResult repaired = repair_memory(request, groups, std::move(device_of_group));
+  PlaceResult result;
+  result.placement = placement_from_groups(*request.graph, repaired.device_of_group);
+  result.evaluations = repaired.evaluations;
+  result.infeasible_reason = repaired.reason;
+  if (repaired.moved_groups > 0) {
+    note += fmt::format("{}memory repair moved {} group(s)", note.empty() ? "" : "; ",
+                        repaired.moved_groups);
+  }
+  result.note = std::move(note);
+  return result;
+}
+
 MemoryRetryResult schedule_with_memory_retries(
     const PlaceRequest& request, double fraction, int max_retries,
     const std::function<ScheduleOutcome(const std::vector<int64_t>& limits)>& schedule) {

@@ -54,6 +54,12 @@ struct MemoryRepairResult {
 MemoryRepairResult repair_memory(const PlaceRequest& request, const GroupGraph& groups,
                                  std::vector<DeviceId> device_of_group, int max_rounds = 8);
 
+// The PlaceResult of a placer that assigns groups without regard to memory: repair_memory() on
+// `device_of_group`, its evaluations and infeasible reason, and `note` followed by how many groups
+// the repair moved, if any.
+PlaceResult place_groups_with_repair(const PlaceRequest& request, const GroupGraph& groups,
+                                     std::vector<DeviceId> device_of_group, std::string note = "");
+
 // What a memory-aware scheduler returns for one set of per-device limits.
 struct ScheduleOutcome {
   Placement placement;

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "dplace/core/error.h"
+#include "dplace/placers/common/memory.h"
 #include "dplace/placers/common/params.h"
 #include "dplace/placers/partition/partition_common.h"
 #include "dplace/placers/partition/partition_placers.h"
@@ -81,8 +82,8 @@ class MetisPlacer final : public Placer {
           problem.adjwgt.data(), &nparts, tpwgts.data(), &ubvec, options, &objval, part.data());
       DPLACE_CHECK(status == METIS_OK) << "METIS_PartGraphKway returned " << status;
     }
-    return finish_partition(request, groups, assign_parts(problem, groups, *request.costs, part),
-                            "");
+    return place_groups_with_repair(request, groups,
+                                    assign_parts(problem, groups, *request.costs, part), "");
   }
 };
 

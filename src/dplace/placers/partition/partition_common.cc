@@ -6,18 +6,8 @@
 #include <cmath>
 
 #include "dplace/core/error.h"
-#include "dplace/placers/common/memory.h"
 
 namespace dplace {
-
-DeviceId fastest_device(const GroupGraph& groups, GroupId g, std::span<const DeviceId> devices) {
-  DeviceId best = DeviceId::invalid();
-  for (DeviceId d : devices) {
-    if (!groups.allows(g, d)) continue;
-    if (!best.valid() || groups.time_s(g, d) < groups.time_s(g, best)) best = d;
-  }
-  return best;
-}
 
 PartitionProblem build_partition_problem(const GroupGraph& groups, const CostTable& costs,
                                          std::vector<DeviceId> targets) {
@@ -35,7 +25,7 @@ PartitionProblem build_partition_problem(const GroupGraph& groups, const CostTab
       if (groups.allows(gid, p.targets[t])) allowed_targets.push_back(int32_t(t));
     }
     if (allowed_targets.empty()) {
-      p.device_of_group[g] = fastest_device(groups, gid, costs.group_devices(gid));
+      p.device_of_group[g] = groups.fastest_allowed_device(gid);
       continue;
     }
     vertex_of[g] = int32_t(p.vertex_group.size());
@@ -97,25 +87,10 @@ std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupG
       out[g.value()] = problem.targets[best];
       load[best] += problem.vwgt[v];
     } else {
-      out[g.value()] = fastest_device(groups, g, costs.group_devices(g));
+      out[g.value()] = groups.fastest_allowed_device(g);
     }
   }
   return out;
-}
-
-PlaceResult finish_partition(const PlaceRequest& request, const GroupGraph& groups,
-                             std::vector<DeviceId> device_of_group, std::string note) {
-  MemoryRepairResult repaired = repair_memory(request, groups, std::move(device_of_group));
-  PlaceResult result;
-  result.placement = placement_from_groups(*request.graph, repaired.device_of_group);
-  result.evaluations = repaired.evaluations;
-  result.infeasible_reason = repaired.reason;
-  if (repaired.moved_groups > 0) {
-    note += fmt::format("{}memory repair moved {} group(s)", note.empty() ? "" : "; ",
-                        repaired.moved_groups);
-  }
-  result.note = std::move(note);
-  return result;
 }
 
 }  // namespace dplace

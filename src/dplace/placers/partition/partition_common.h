@@ -1,5 +1,6 @@
 // What scotch, mincut and metis share: the weighted group graph handed to a partitioner, and
-// turning its parts back into a valid, memory-checked placement.
+// turning its parts back into a device per group (memory is then checked and repaired by
+// place_groups_with_repair(), common/memory.h).
 //
 // Vertices are the colocation groups that may run on at least one target device (the devices the
 // partitioner maps onto); a group allowed on no target is placed outside the partitioner, on its
@@ -45,13 +46,5 @@ PartitionProblem build_partition_problem(const GroupGraph& groups, const CostTab
 // weight so far, or to its fastest allowed device.
 std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupGraph& groups,
                                    const CostTable& costs, std::span<const int32_t> part);
-
-// repair_memory() on the assignment, and the PlaceResult (evaluations, infeasible reason, and
-// `note` plus how many groups the repair moved).
-PlaceResult finish_partition(const PlaceRequest& request, const GroupGraph& groups,
-                             std::vector<DeviceId> device_of_group, std::string note);
-
-// The device among `devices` on which the group runs fastest (ties: first).
-DeviceId fastest_device(const GroupGraph& groups, GroupId g, std::span<const DeviceId> devices);
 
 }  // namespace dplace

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "dplace/core/error.h"
+#include "dplace/placers/common/memory.h"
 #include "dplace/placers/common/params.h"
 #include "dplace/placers/partition/partition_common.h"
 #include "dplace/placers/partition/partition_placers.h"
@@ -176,8 +177,8 @@ class ScotchPlacer final : public Placer {
       ScotchMapping mapping;
       part = mapping.map(problem, cluster, strategy, imbalance, request.seed);
     }
-    return finish_partition(request, groups, assign_parts(problem, groups, *request.costs, part),
-                            note);
+    return place_groups_with_repair(request, groups,
+                                    assign_parts(problem, groups, *request.costs, part), note);
   }
 
   bool without_cpu_;
