@@ -314,20 +314,28 @@ TrainerState read_state(torch::serialize::InputArchive& root, const std::string&
   return state;
 }
 
-TrainerState read_trainer_state_file(const std::string& path) {
+// Returns read(), with what LibTorch throws on a damaged or unreadable file (c10::Error, and the
+// std::runtime_error of its archive reader) turned into a ConfigError naming the checkpoint.
+template <typename Read>
+auto with_checkpoint_read_errors(const std::string& path, Read&& read) {
   try {
-    torch::serialize::InputArchive root;
-    read_checkpoint_file(path, root);
-    return read_state(root, path);
+    return read();
   } catch (const c10::Error& e) {
     throw ConfigError(
         fmt::format("checkpoint '{}': cannot read: {}", path, e.what_without_backtrace()));
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {
-    // LibTorch's archive reader also throws std::runtime_error on a damaged file.
     throw ConfigError(fmt::format("checkpoint '{}': cannot read: {}", path, e.what()));
   }
+}
+
+TrainerState read_trainer_state_file(const std::string& path) {
+  return with_checkpoint_read_errors(path, [&path] {
+    torch::serialize::InputArchive root;
+    read_checkpoint_file(path, root);
+    return read_state(root, path);
+  });
 }
 
 // The Policy of policy.h on LibTorch; the module's make_policy builds it.
@@ -1014,8 +1022,7 @@ void TorchPolicy::save(const std::string& path, const TrainerState& state) const
 }
 
 TrainerState TorchPolicy::load(const std::string& path) {
-  TrainerState state;
-  try {
+  const TrainerState state = with_checkpoint_read_errors(path, [&] {
     torch::serialize::InputArchive root;
     read_checkpoint_file(path, root);
     torch::Tensor config;
@@ -1053,15 +1060,8 @@ TrainerState TorchPolicy::load(const std::string& path) {
             path));
       }
     }
-    state = read_state(root, path);
-  } catch (const c10::Error& e) {
-    throw ConfigError(
-        fmt::format("checkpoint '{}': cannot read: {}", path, e.what_without_backtrace()));
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw ConfigError(fmt::format("checkpoint '{}': cannot read: {}", path, e.what()));
-  }
+    return read_state(root, path);
+  });
   ++impl_->version;
   impl_->trace.valid = false;
   return state;
