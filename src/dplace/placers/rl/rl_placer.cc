@@ -160,6 +160,14 @@ LinkEstimate typical_link(const Cluster& cluster) {
   return e;
 }
 
+// A weight read by several forward ops: no inputs, parameters, more than one forward reader.
+bool is_shared_weight(const Graph& graph, OpId op) {
+  if (graph.op(op).param_bytes == 0 || !graph.predecessors(op).empty()) return false;
+  const auto readers = graph.successors(op);
+  return std::count_if(readers.begin(), readers.end(),
+                       [&graph](OpId r) { return graph.op(r).phase == Phase::kForward; }) > 1;
+}
+
 }  // namespace
 
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params) {
@@ -183,6 +191,11 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
            }},
           {"cap-transfer-scale",
            [&](auto& k, auto& v) { o.cap_transfer_scale = parse_double(k, v, 0, true); }},
+          {"shared-weights",
+           [&](auto& k, auto& v) {
+             if (v != "apart" && v != "merged") bad_param(k, v, "apart or merged");
+             o.shared_weights = v;
+           }},
           {"batch",
            [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1, 4096)); }},
           {"levels",
@@ -308,6 +321,17 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       co.merge_class[g] =
           class_of_set.try_emplace(devices, static_cast<uint32_t>(class_of_set.size()))
               .first->second;
+    }
+    // A class of its own for each shared weight's group: it never merges.
+    if (options.shared_weights == "apart") {
+      uint32_t next_class = static_cast<uint32_t>(class_of_set.size());
+      for (size_t g = 0; g < graph.num_groups(); ++g) {
+        const auto ops = graph.group_ops(GroupId::from_index(g));
+        if (std::any_of(ops.begin(), ops.end(),
+                        [&graph](OpId op) { return is_shared_weight(graph, op); })) {
+          co.merge_class[g] = next_class++;
+        }
+      }
     }
   }
   std::vector<size_t> targets;

@@ -49,6 +49,12 @@ struct RlOptions {
   // cluster's median link times cap_transfer_scale. Default: communication, 0.3.
   std::string cap = "communication";
   double cap_transfer_scale = 0.3;
+  // Shared weights in the grouping (not in the paper): "apart" keeps the colocation group of every
+  // shared weight (an op with no inputs that holds parameters and is read by more than one forward
+  // op, e.g. an LSTM kernel read at every time step, with its gradient sums and optimizer update)
+  // out of stages 2 and 3, a group of its own at every level; "merged" groups it like any other.
+  // Default: merged (apart wins on some graphs and loses on others; docs/rl.md).
+  std::string shared_weights = "merged";
   // Levels of grouping (not in the paper): the policy first places `groups` >> (levels - 1)
   // groups, then, each time it converges (see restart_patience), the next finer nested grouping
   // (twice as many groups), warm-started on the best placement so far by init_steps steps of
@@ -125,7 +131,8 @@ struct RlOptions {
 };
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/chains/limited/
-// off), sole-consumer-limit, cap (lightest/communication), cap-transfer-scale, levels, batch,
+// off), sole-consumer-limit, cap (lightest/communication), cap-transfer-scale, shared-weights
+// (apart/merged), levels, batch,
 // restart-patience, restart-entropy, imitation, samples, hidden, embedding, lr, clip, entropy,
 // entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
 // checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, measure-timeout, polish,

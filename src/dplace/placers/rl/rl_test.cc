@@ -395,6 +395,32 @@ TEST(RlPlacerTest, RefinesThroughNestedLevelsAndRestartsFromTheCoarsest) {
   EXPECT_EQ(resumed.result.placement, r.result.placement);
 }
 
+// Two weights, each read by two forward matmuls of a chain: x -> M1 -> M2 -> M3 -> M4 -> S,
+// W1 feeding M1 and M2, W2 feeding M3 and M4. With shared-weights=apart their groups never merge,
+// so a target of 2 groups leaves 3 (W1, W2, and the chain); merged (the default), the cap
+// reaches 2.
+TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
+  GraphBuilder b("shared_weights", "test");
+  auto add = [&b](Op op) {
+    op.phase = Phase::kForward;
+    return b.add_op(std::move(op));
+  };
+  const OpId x = add(make_op("x", {}, 0, 1000));
+  const OpId w1 = add(make_op("W1", {}, 0, 1'000'000, "", 1'000'000));
+  const OpId w2 = add(make_op("W2", {}, 0, 1'000'000, "", 1'000'000));
+  const OpId m1 = add(make_op("M1", {x, w1}, 1e7, 1000));
+  const OpId m2 = add(make_op("M2", {m1, w1}, 1e7, 1000));
+  const OpId m3 = add(make_op("M3", {m2, w2}, 1e7, 1000));
+  const OpId m4 = add(make_op("M4", {m3, w2}, 1e7, 1000));
+  add(make_op("S", {m4}, 0, 1000));
+  const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
+  std::map<std::string, std::string> params = {
+      {"samples", "16"}, {"batch", "8"}, {"groups", "2"}, {"levels", "1"}, {"polish", "0"}};
+  EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<size_t>{2}));
+  params["shared-weights"] = "apart";
+  EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<size_t>{3}));
+}
+
 TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
   Problem p(oom_chain_graph(), toy_cluster(10'000'000'000));
   // Both groups on /gpu:0 is fastest (2 ms) but needs 12 GB of a 10 GB GPU.
@@ -426,6 +452,7 @@ TEST(RlPlacerTest, OptionsAreValidated) {
   EXPECT_THROW(rl_options_from_params({{"groups", "0"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"lr", "fast"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"baseline-decay", "1"}}), ConfigError);
+  EXPECT_THROW(rl_options_from_params({{"shared-weights", "together"}}), ConfigError);
   // An empty file name or command (an unset shell variable) used to turn the option off silently.
   for (const char* key : {"curve", "checkpoint", "measure-cmd"}) {
     EXPECT_THROW(rl_options_from_params({{key, ""}}), ConfigError) << key;
