@@ -1,6 +1,7 @@
 #include "dplace/ir/coarsening.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <queue>
 #include <unordered_map>
@@ -300,6 +301,30 @@ std::vector<Coarsening> coarsen_graph_levels(const Graph& graph, const Coarsenin
     for (size_t i = 0; i < n; ++i) {
       c.group_ops[c.group_of_op[i].value()].push_back(OpId::from_index(i));
     }
+  }
+  return out;
+}
+
+Coarsening common_refinement(const Graph& graph, std::span<const Coarsening> groupings) {
+  DPLACE_CHECK(!groupings.empty());
+  for (const Coarsening& c : groupings) DPLACE_CHECK(c.group_of_op.size() == graph.num_ops());
+  Coarsening out;
+  out.colocation_groups = groupings.front().colocation_groups;
+  out.after_sole_consumer = groupings.front().after_sole_consumer;
+  out.group_of_op.assign(graph.num_ops(), GroupId());
+  std::map<std::vector<uint32_t>, uint32_t> number;  // each grouping's group -> common group
+  std::vector<uint32_t> key(groupings.size());
+  for (OpId op : graph.topo_order()) {  // first visit = smallest topo rank
+    for (size_t i = 0; i < groupings.size(); ++i) {
+      key[i] = groupings[i].group_of_op[op.value()].value();
+    }
+    const auto it = number.try_emplace(key, static_cast<uint32_t>(out.num_groups)).first;
+    if (it->second == out.num_groups) ++out.num_groups;
+    out.group_of_op[op.value()] = GroupId(it->second);
+  }
+  out.group_ops.resize(out.num_groups);
+  for (size_t i = 0; i < graph.num_ops(); ++i) {
+    out.group_ops[out.group_of_op[i].value()].push_back(OpId::from_index(i));
   }
   return out;
 }

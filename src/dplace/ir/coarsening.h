@@ -94,4 +94,10 @@ Coarsening coarsen_graph(const Graph& graph, const CoarseningOptions& options = 
 std::vector<Coarsening> coarsen_graph_levels(const Graph& graph, const CoarseningOptions& options,
                                              std::span<const size_t> targets);
 
+// The coarsest grouping nested in every one of `groupings`: two ops share a group exactly when
+// they share one in each. Groups are numbered by their smallest topo rank, as above;
+// colocation_groups and after_sole_consumer are copied from the first grouping.
+// REQUIRES: groupings is not empty and each was made from `graph` (checked with DPLACE_CHECK).
+Coarsening common_refinement(const Graph& graph, std::span<const Coarsening> groupings);
+
 }  // namespace dplace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -262,6 +263,32 @@ TEST(CoarseningTest, LevelsAreNestedAndMatchSingleRuns) {
       }
     }
   }
+}
+
+TEST(CoarseningTest, CommonRefinementSplitsWhereAnyGroupingDoes) {
+  // a -> b -> c -> d -> e; one grouping {a b c}{d e}, the other {a b}{c d e}.
+  const Graph g = make_graph({{"a", {}, "", 1},
+                              {"b", {"a"}, "", 1},
+                              {"c", {"b"}, "", 1},
+                              {"d", {"c"}, "", 1},
+                              {"e", {"d"}, "", 1}});
+  auto grouping = [&](const std::vector<uint32_t>& group_of) {
+    Coarsening c;
+    c.colocation_groups = 5;
+    for (uint32_t x : group_of) c.group_of_op.push_back(GroupId(x));
+    c.num_groups = *std::max_element(group_of.begin(), group_of.end()) + 1;
+    return c;
+  };
+  const std::vector<Coarsening> both = {grouping({0, 0, 0, 1, 1}), grouping({0, 0, 1, 1, 1})};
+  const Coarsening common = common_refinement(g, both);
+  EXPECT_EQ(groups_of(g, common), (std::vector<uint32_t>{0, 0, 1, 2, 2}));
+  EXPECT_EQ(common.num_groups, 3u);
+  EXPECT_EQ(common.colocation_groups, 5u);
+  ASSERT_EQ(common.group_ops.size(), 3u);
+  EXPECT_EQ(common.group_ops[1], (std::vector<OpId>{OpId::from_index(2)}));
+  // One grouping is its own common refinement.
+  EXPECT_EQ(groups_of(g, common_refinement(g, std::span(both).first(1))),
+            (std::vector<uint32_t>{0, 0, 0, 1, 1}));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "dplace/placers/rl/rl_placer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <bit>
@@ -79,19 +80,22 @@ double parse_double(const std::string& key, const std::string& value, double min
   return v;
 }
 
-void write_curve(const std::string& path, const std::vector<CurvePoint>& curve, bool append) {
+// grouping_names: per CurvePoint::grouping, the name written in the CSV.
+void write_curve(const std::string& path, const std::vector<CurvePoint>& curve, bool append,
+                 const std::vector<std::string>& grouping_names) {
   const bool exists = append && std::filesystem::exists(path);
   std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
   if (!out) throw ConfigError(fmt::format("--param curve={}: cannot write the file", path));
   if (!exists) {
     out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
-           "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts,level\n";
+           "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts,level,grouping\n";
   }
   for (const CurvePoint& p : curve) {
     out << fmt::format(
-        "{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g},{},{}\n", p.update,
+        "{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g},{},{},{}\n", p.update,
         p.samples, p.elapsed_s, p.mean_step_time_s, p.batch_best_step_time_s, p.best_step_time_s,
-        p.oom_fraction, p.entropy, p.baseline, p.policy_s, p.evaluate_s, p.restarts, p.level + 1);
+        p.oom_fraction, p.entropy, p.baseline, p.policy_s, p.evaluate_s, p.restarts, p.level + 1,
+        grouping_names[p.grouping]);
   }
 }
 
@@ -160,6 +164,13 @@ LinkEstimate typical_link(const Cluster& cluster) {
   return e;
 }
 
+// One grouping at every level, coarsest first (nested), with its groups' features.
+struct Grouping {
+  std::string name;  // "merged" or "apart" (RlOptions::shared_weights)
+  std::vector<Coarsening> levels;
+  std::vector<GroupFeatures> features;
+};
+
 // A weight read by several forward ops: no inputs, parameters, more than one forward reader.
 bool is_shared_weight(const Graph& graph, OpId op) {
   if (graph.op(op).param_bytes == 0 || !graph.predecessors(op).empty()) return false;
@@ -193,7 +204,8 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
            [&](auto& k, auto& v) { o.cap_transfer_scale = parse_double(k, v, 0, true); }},
           {"shared-weights",
            [&](auto& k, auto& v) {
-             if (v != "apart" && v != "merged") bad_param(k, v, "apart or merged");
+             if (v != "apart" && v != "merged" && v != "alternate")
+               bad_param(k, v, "merged, apart or alternate");
              o.shared_weights = v;
            }},
           {"batch",
@@ -313,98 +325,130 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     co.sole_consumer_max_weight =
         options.sole_consumer_limit * total_weight / static_cast<double>(options.groups);
   }
+  // Merge classes: ops allowed on different devices never merge; with "apart", nor does a shared
+  // weight's colocation group with anything.
+  std::vector<uint32_t> device_classes(graph.num_groups());
+  uint32_t num_device_classes = 0;
   {
     std::map<std::vector<DeviceId>, uint32_t> class_of_set;
-    co.merge_class.resize(graph.num_groups());
     for (size_t g = 0; g < graph.num_groups(); ++g) {
       const auto& devices = costs.group_devices(GroupId::from_index(g));
-      co.merge_class[g] =
+      device_classes[g] =
           class_of_set.try_emplace(devices, static_cast<uint32_t>(class_of_set.size()))
               .first->second;
     }
-    // A class of its own for each shared weight's group: it never merges.
-    if (options.shared_weights == "apart") {
-      uint32_t next_class = static_cast<uint32_t>(class_of_set.size());
-      for (size_t g = 0; g < graph.num_groups(); ++g) {
-        const auto ops = graph.group_ops(GroupId::from_index(g));
-        if (std::any_of(ops.begin(), ops.end(),
-                        [&graph](OpId op) { return is_shared_weight(graph, op); })) {
-          co.merge_class[g] = next_class++;
-        }
-      }
+    num_device_classes = static_cast<uint32_t>(class_of_set.size());
+  }
+  std::vector<uint32_t> apart_classes = device_classes;
+  for (size_t g = 0, next = num_device_classes; g < graph.num_groups(); ++g) {
+    const auto ops = graph.group_ops(GroupId::from_index(g));
+    if (std::any_of(ops.begin(), ops.end(),
+                    [&graph](OpId op) { return is_shared_weight(graph, op); })) {
+      apart_classes[g] = static_cast<uint32_t>(next++);
     }
   }
   std::vector<size_t> targets;
   for (int i = options.levels - 1; i >= 0; --i) {
     targets.push_back(std::max<size_t>(2, options.groups >> std::min(i, 30)));
   }
-  std::vector<Coarsening> levels;
-  for (Coarsening& c : coarsen_graph_levels(graph, co, targets)) {
-    // Nested groupings with as many groups are the same grouping: keep one.
-    if (!levels.empty() && levels.back().num_groups == c.num_groups) levels.pop_back();
-    levels.push_back(std::move(c));
+  auto make_grouping = [&](std::string name, std::vector<uint32_t> merge_class) {
+    Grouping grouping;
+    grouping.name = std::move(name);
+    co.merge_class = std::move(merge_class);
+    for (Coarsening& c : coarsen_graph_levels(graph, co, targets)) {
+      // Nested groupings with as many groups are the same grouping: keep one.
+      if (!grouping.levels.empty() && grouping.levels.back().num_groups == c.num_groups)
+        grouping.levels.pop_back();
+      grouping.levels.push_back(std::move(c));
+    }
+    for (const Coarsening& c : grouping.levels)
+      grouping.features.push_back(make_group_features(graph, costs, c));
+    return grouping;
+  };
+  // The groupings the run cycles through, one per restart (see RlOptions::shared_weights).
+  std::vector<Grouping> groupings;
+  const bool has_shared_weights = apart_classes != device_classes;
+  if (options.shared_weights != "apart" || !has_shared_weights)
+    groupings.push_back(make_grouping("merged", device_classes));
+  if (options.shared_weights == "apart" ||
+      (options.shared_weights == "alternate" && has_shared_weights)) {
+    groupings.push_back(make_grouping("apart", apart_classes));
   }
-  const Coarsening& finest = levels.back();
-  const int L = static_cast<int>(levels.size());
-  std::vector<GroupFeatures> features;
-  for (const Coarsening& c : levels) features.push_back(make_group_features(graph, costs, c));
-  const int D = features.back().num_devices;
+  const int F = static_cast<int>(groupings.size());
+  auto grouping_at = [&](int64_t restarts) -> const Grouping& { return groupings[restarts % F]; };
+  // Best placements are kept per group of the base grouping, nested in every level of every
+  // grouping: the finest level when there is one grouping, else the common refinement.
+  std::vector<Coarsening> finest_levels;
+  for (const Grouping& g : groupings) finest_levels.push_back(g.levels.back());
+  const Coarsening base =
+      F == 1 ? finest_levels.front() : common_refinement(graph, finest_levels);
+  const GroupFeatures base_features =
+      F == 1 ? groupings.front().features.back() : make_group_features(graph, costs, base);
+  const int D = base_features.num_devices;
   const int K = options.batch;
-  const int G_finest = static_cast<int>(finest.num_groups);
+  const int G_base = static_cast<int>(base.num_groups);
 
   RlRun run;
-  run.num_groups = finest.num_groups;
-  run.colocation_groups = finest.colocation_groups;
-  run.after_sole_consumer = finest.after_sole_consumer;
-  for (const Coarsening& c : levels) run.level_groups.push_back(c.num_groups);
+  run.num_groups = groupings.front().levels.back().num_groups;
+  run.base_groups = base.num_groups;
+  run.colocation_groups = base.colocation_groups;
+  run.after_sole_consumer = base.after_sole_consumer;
+  for (const Grouping& g : groupings) {
+    run.groupings.push_back(g.name);
+    run.level_groups.emplace_back();
+    for (const Coarsening& c : g.levels) run.level_groups.back().push_back(c.num_groups);
+  }
 
-  // Device per finest group <-> device per group of a level. Every finest group lies inside one
-  // group of each coarser level, so refining a placement is exact; coarsening one gives each group
-  // the device holding most of its compute.
-  auto refine = [&](int level, std::span<const int32_t> devices) {
-    std::vector<int32_t> out(static_cast<size_t>(G_finest));
-    for (int f = 0; f < G_finest; ++f) {
-      const OpId op = finest.group_ops[f].front();
-      out[f] = devices[levels[level].group_of_op[op.value()].value()];
+  // Device per base group <-> device per group of a level. Every base group lies inside one
+  // group of each level, so refining a placement is exact; coarsening one gives each group the
+  // device holding most of its compute.
+  auto refine = [&](const Grouping& grouping, int level, std::span<const int32_t> devices) {
+    std::vector<int32_t> out(static_cast<size_t>(G_base));
+    for (int b = 0; b < G_base; ++b) {
+      const OpId op = base.group_ops[b].front();
+      out[b] = devices[grouping.levels[level].group_of_op[op.value()].value()];
     }
     return out;
   };
   // device_of_op(op) -> device index; each group of `level` takes its majority by compute.
-  auto project = [&](int level, const std::function<int32_t(OpId)>& device_of_op) {
-    const int G = features[level].num_groups;
+  auto project = [&](const Grouping& grouping, int level,
+                     const std::function<int32_t(OpId)>& device_of_op) {
+    const GroupFeatures& features = grouping.features[level];
+    const int G = features.num_groups;
     std::vector<int32_t> target(G, -1);
     for (int g = 0; g < G; ++g) {
       std::vector<double> votes(D, 0.0);
-      for (OpId op : levels[level].group_ops[g]) {
+      for (OpId op : grouping.levels[level].group_ops[g]) {
         votes[device_of_op(op)] += costs.fastest_time_s(op) + 1e-12;
       }
       for (int d = 0; d < D; ++d) {
-        if (!features[level].allowed[static_cast<size_t>(g) * D + d]) continue;
+        if (!features.allowed[static_cast<size_t>(g) * D + d]) continue;
         if (target[g] < 0 || votes[d] > votes[target[g]]) target[g] = d;
       }
     }
     return target;
   };
-  auto coarsen_best = [&](int level, std::span<const int32_t> finest_devices) {
-    return project(level,
-                   [&](OpId op) { return finest_devices[finest.group_of_op[op.value()].value()]; });
+  auto coarsen_best = [&](const Grouping& grouping, int level,
+                          std::span<const int32_t> base_devices) {
+    return project(grouping, level,
+                   [&](OpId op) { return base_devices[base.group_of_op[op.value()].value()]; });
   };
 
   // 2. Policy (one per level; a move to another level or a restart builds a fresh one).
   ThreadPool pool(options.threads);
-  auto policy_for_level = [&](int level, uint64_t seed) {
+  auto policy_for_level = [&](const Grouping& grouping, int level, uint64_t seed) {
+    const GroupFeatures& features = grouping.features[level];
     PolicyConfig pc;
-    pc.num_groups = features[level].num_groups;
+    pc.num_groups = features.num_groups;
     pc.num_devices = D;
-    pc.feature_dim = features[level].feature_dim;
+    pc.feature_dim = features.feature_dim;
     pc.hidden = options.hidden;
     pc.device_embedding = options.device_embedding;
     pc.learning_rate = options.learning_rate;
     pc.grad_clip = options.grad_clip;
     pc.seed = seed;
     pc.chunk = options.chunk > 0 ? options.chunk : (options.batch + 1) / 2;
-    std::unique_ptr<Policy> policy =
-        make_policy(pc, features[level].values, features[level].allowed);
+    std::unique_ptr<Policy> policy = make_policy(pc, features.values, features.allowed);
     policy->use_parallel_for(parallel_for_on(pool));
     return policy;
   };
@@ -440,8 +484,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       fp.add(link ? bits(link->latency_s) : 0);
     }
   }
-  for (const Coarsening& c : levels) {
-    for (GroupId g : c.group_of_op) fp.add(g.value());
+  for (const Grouping& grouping : groupings) {
+    for (const Coarsening& c : grouping.levels) {
+      for (GroupId g : c.group_of_op) fp.add(g.value());
+    }
   }
   fp.add(request.seed);
   fp.add(static_cast<uint64_t>(K));
@@ -451,15 +497,17 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   std::unique_ptr<Policy> policy;
   if (!options.checkpoint.empty() && std::filesystem::exists(options.checkpoint)) {
     const TrainerState saved = read_trainer_state(options.checkpoint);
-    if (saved.fingerprint != state.fingerprint || saved.level < 0 || saved.level >= L) {
+    if (saved.fingerprint != state.fingerprint || saved.restarts < 0 || saved.level < 0 ||
+        saved.level >= static_cast<int64_t>(grouping_at(saved.restarts).levels.size())) {
       throw ConfigError(fmt::format(
           "checkpoint '{}': made for another graph, cluster, grouping, seed or batch size",
           options.checkpoint));
     }
-    policy = policy_for_level(static_cast<int>(saved.level), request.seed);
+    policy = policy_for_level(grouping_at(saved.restarts), static_cast<int>(saved.level),
+                              request.seed);
     state = policy->load(options.checkpoint);
     // A damaged file may still parse: check every value the run indexes or divides with.
-    const std::vector<uint8_t>& allowed = features[L - 1].allowed;
+    const std::vector<uint8_t>& allowed = base_features.allowed;
     auto problem = [&]() -> std::string {
       if (state.updates < 0 || state.samples < 0 || state.restarts < 0 || state.refinements < 0 ||
           state.stalled_updates < 0 || state.samples_at_restart < 0 ||
@@ -471,14 +519,14 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         return "baseline or elapsed time is not a finite number";
       }
       if (state.best_actions.empty()) return {};
-      if (state.best_actions.size() != static_cast<size_t>(G_finest)) {
+      if (state.best_actions.size() != static_cast<size_t>(G_base)) {
         return fmt::format("best placement has {} groups, not {}", state.best_actions.size(),
-                           G_finest);
+                           G_base);
       }
       if (!(state.best_step_time_s > 0) || !std::isfinite(state.best_step_time_s)) {
         return "best step time is not a positive number";
       }
-      for (int f = 0; f < G_finest; ++f) {
+      for (int f = 0; f < G_base; ++f) {
         const int32_t d = state.best_actions[f];
         if (d < 0 || d >= D || !allowed[static_cast<size_t>(f) * D + d]) {
           return fmt::format(
@@ -492,7 +540,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
     run.resumed = true;
   } else {
-    policy = policy_for_level(0, request.seed);
+    policy = policy_for_level(groupings.front(), 0, request.seed);
   }
   std::vector<int32_t> warm_start;  // the expert projected onto the coarsest groups (init=expert)
   if (!run.resumed && options.init == "expert") {
@@ -504,8 +552,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
     // Each group takes the device holding most of its compute in the expert placement (among the
     // devices the group may use), then the policy learns to reproduce that sequence.
-    warm_start =
-        project(0, [&](OpId op) { return static_cast<int32_t>((*request.expert)[op].value()); });
+    warm_start = project(groupings.front(), 0, [&](OpId op) {
+      return static_cast<int32_t>((*request.expert)[op].value());
+    });
     imitate(*policy, warm_start);
   }
 
@@ -526,18 +575,18 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
 
   std::vector<Placement> placements(K);
   for (Placement& p : placements) p.device_of_op.resize(graph.num_ops());
-  // A placement from one device per group of `level`.
-  auto fill = [&](Placement& p, int level, const int32_t* group_devices) {
-    const std::vector<GroupId>& group_of_op = levels[level].group_of_op;
+  // A placement from one device per group of a grouping.
+  auto fill = [&](Placement& p, const Coarsening& grouping, const int32_t* group_devices) {
+    const std::vector<GroupId>& group_of_op = grouping.group_of_op;
     for (size_t i = 0; i < graph.num_ops(); ++i) {
       p.device_of_op[i] = DeviceId::from_index(group_devices[group_of_op[i].value()]);
     }
   };
 
-  // Penalised step time of one group -> device assignment of `level`.
-  auto evaluate_one = [&](int level, const std::vector<int32_t>& group_devices) {
+  // Penalised step time of one group -> device assignment of a grouping.
+  auto evaluate_one = [&](const Coarsening& grouping, const std::vector<int32_t>& group_devices) {
     Placement& p = placements.front();
-    fill(p, level, group_devices.data());
+    fill(p, grouping, group_devices.data());
     std::vector<Outcome> one(1);
     source->evaluate(std::span<const Placement>(&p, 1), one);
     return one[0].feasible ? one[0].step_time_s : oom_time_s;
@@ -545,14 +594,15 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
 
   // The warm start's own placement is the first candidate for the best placement.
   if (!warm_start.empty()) {
-    run.warm_start_step_time_s = evaluate_one(0, warm_start);
+    run.warm_start_step_time_s = evaluate_one(groupings.front().levels.front(), warm_start);
     state.best_step_time_s = run.warm_start_step_time_s;
-    state.best_actions = refine(0, warm_start);
+    state.best_actions = refine(groupings.front(), 0, warm_start);
   }
   // The best placement seen, on the current level's groups: the self-imitation row.
   std::vector<int32_t> best_here;
   if (!state.best_actions.empty())
-    best_here = coarsen_best(static_cast<int>(state.level), state.best_actions);
+    best_here =
+        coarsen_best(grouping_at(state.restarts), static_cast<int>(state.level), state.best_actions);
 
   std::vector<double> uniforms;
   std::vector<int32_t> actions;
@@ -574,12 +624,14 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     const double total = std::max(p.policy_s + p.evaluate_s, 1e-12);
     fmt::print(stderr,
                "rl: update {} samples {} ({:.1f}/s) best {} mean {} oom {:.0f}% entropy {:.3f} "
-               "policy {:.0f}% evaluate {:.0f}% level {} ({} groups) restarts {}\n",
+               "policy {:.0f}% evaluate {:.0f}% level {} ({} groups{}) restarts {}\n",
                p.update, p.samples,
                static_cast<double>(p.samples - samples_at_start) / std::max(now, 1e-9),
                format_seconds(p.best_step_time_s), format_seconds(p.mean_step_time_s),
                100 * p.oom_fraction, p.entropy, 100 * p.policy_s / total,
-               100 * p.evaluate_s / total, p.level + 1, levels[p.level].num_groups, p.restarts);
+               100 * p.evaluate_s / total, p.level + 1,
+               groupings[p.grouping].levels[p.level].num_groups,
+               F > 1 ? ", " + groupings[p.grouping].name : std::string(), p.restarts);
   };
   auto save_checkpoint = [&] {
     if (options.checkpoint.empty()) return;
@@ -593,8 +645,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   while (true) {
     if (options.max_samples > 0 && state.samples >= options.max_samples) break;
     if (seconds_since(start) >= request.budget_seconds) break;
+    const int grouping_index = static_cast<int>(state.restarts % F);
+    const Grouping& grouping = groupings[grouping_index];
     const int level = static_cast<int>(state.level);
-    const int G = features[level].num_groups;
+    const Coarsening& groups = grouping.levels[level];
+    const int G = static_cast<int>(groups.num_groups);
 
     // Sample K placements (uniforms from a per-update stream, so a resumed run continues exactly).
     auto t0 = Clock::now();
@@ -621,7 +676,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         ++j;
       }
       if (j == distinct.size()) {
-        fill(placements[j], level, row);
+        fill(placements[j], groups, row);
         distinct.push_back(k);
       }
       distinct_of[k] = static_cast<int>(j);
@@ -648,7 +703,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         state.best_step_time_s = penalised[k];
         best_here.assign(actions.begin() + static_cast<ptrdiff_t>(k) * G,
                          actions.begin() + static_cast<ptrdiff_t>(k + 1) * G);
-        state.best_actions = refine(level, best_here);
+        state.best_actions = refine(grouping, level, best_here);
       }
     }
     if (!state.has_baseline) {
@@ -690,7 +745,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
 
     // A policy that has converged (entropy below restart_entropy) and has not found a new best
     // for restart_patience updates moves on: to the next finer level, warm-started on the best
-    // placement, or, from the finest level, back to the coarsest with fresh weights (a restart).
+    // placement, or, from the finest level, back to the coarsest with fresh weights (a restart),
+    // of the next grouping when there are two.
     const bool improved = state.best_step_time_s < best_before;
     bool restarted = false;
     if (options.restart_patience > 0) {
@@ -701,21 +757,23 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         state.stalled_updates = 0;
         state.has_baseline = false;
         t0 = Clock::now();
-        if (level + 1 < L) {
+        if (level + 1 < static_cast<int>(grouping.levels.size())) {
           ++state.level;
           ++state.refinements;
           policy = policy_for_level(
-              level + 1, request.seed +
+              grouping, level + 1,
+              request.seed +
                              0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts) +
                              0xD1B54A32D192ED03ULL * static_cast<uint64_t>(state.level));
-          best_here = coarsen_best(level + 1, state.best_actions);
+          best_here = coarsen_best(grouping, level + 1, state.best_actions);
           imitate(*policy, best_here);
         } else {
           ++state.restarts;
           state.level = 0;
+          const Grouping& next = grouping_at(state.restarts);
           policy = policy_for_level(
-              0, request.seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts));
-          best_here = coarsen_best(0, state.best_actions);
+              next, 0, request.seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts));
+          best_here = coarsen_best(next, 0, state.best_actions);
           restarted = true;
         }
         run.policy_seconds += seconds_since(t0);
@@ -736,6 +794,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     p.evaluate_s = run.evaluate_seconds;
     p.restarts = state.restarts;
     p.level = level;
+    p.grouping = grouping_index;
     run.curve.push_back(p);
     print_progress(p, restarted);
 
@@ -743,16 +802,16 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     if (!options.curve.empty() && run.curve.size() - curve_written >= 50) {
       write_curve(options.curve,
                   std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
-                  curve_appends);
+                  curve_appends, run.groupings);
       curve_written = run.curve.size();
       curve_appends = true;
     }
   }
 
   // The greedy decoding of the final policy, returned if better than every sample.
-  const int final_level = static_cast<int>(state.level);
-  run.greedy_group_devices = refine(final_level, policy->greedy());
-  run.greedy_step_time_s = evaluate_one(L - 1, run.greedy_group_devices);
+  run.greedy_group_devices =
+      refine(grouping_at(state.restarts), static_cast<int>(state.level), policy->greedy());
+  run.greedy_step_time_s = evaluate_one(base, run.greedy_group_devices);
   if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
     state.best_step_time_s = run.greedy_step_time_s;
     state.best_actions = run.greedy_group_devices;
@@ -761,7 +820,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   if (!options.curve.empty() && (curve_written < run.curve.size() || !curve_appends)) {
     write_curve(options.curve,
                 std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
-                curve_appends);
+                curve_appends, run.groupings);
   }
 
   run.samples = state.samples;
@@ -771,7 +830,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   run.best_step_time_s = state.best_step_time_s;
   run.best_group_devices = state.best_actions;
   run.result.placement.device_of_op.resize(graph.num_ops());
-  fill(run.result.placement, L - 1, state.best_actions.data());
+  fill(run.result.placement, base, state.best_actions.data());
   {
     // The simulator's verdict on feasibility (also with measure-cmd, for the report).
     const SimResult r = simulator.run(run.result.placement);
@@ -785,16 +844,26 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     run.decoder_rows_fraction =
         decoder_rows_sum / static_cast<double>(state.updates - updates_at_start);
   }
-  std::string level_list;
-  for (const Coarsening& c : levels) {
-    level_list += (level_list.empty() ? "" : "/") + std::to_string(c.num_groups);
+  // "256 groups (levels 32/64/128/256)", or with two groupings "groupings merged 32/64/128/256
+  // and apart 32/64/128/256, one per restart in turn (301 groups nested in both)".
+  std::vector<std::string> level_lists;
+  for (const Grouping& g : groupings) {
+    std::string list = F > 1 ? g.name + " " : "";
+    for (size_t i = 0; i < g.levels.size(); ++i) {
+      list += (i == 0 ? "" : "/") + std::to_string(g.levels[i].num_groups);
+    }
+    level_lists.push_back(list);
   }
+  const std::string grouping_text =
+      F == 1 ? fmt::format("{} groups (levels {})", G_base, level_lists.front())
+             : fmt::format("groupings {}, one per restart in turn ({} groups nested in all)",
+                           fmt::join(level_lists, " and "), G_base);
   run.result.note = fmt::format(
-      "rl: {} groups (levels {}), {} samples ({:.1f}/s, {} distinct in their batch and evaluated; "
+      "rl: {}, {} samples ({:.1f}/s, {} distinct in their batch and evaluated; "
       "policy {:.0f}% / evaluation {:.0f}% of the time, decoder rows computed {:.0f}%), {} "
       "updates, {} refinements, {} restarts{}; groups: {} colocation, {} after the sole-consumer "
       "merge",
-      G_finest, level_list, state.samples - samples_at_start, sps, run.evaluations,
+      grouping_text, state.samples - samples_at_start, sps, run.evaluations,
       100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
       100 * run.decoder_rows_fraction, state.updates - updates_at_start, state.refinements,

@@ -52,7 +52,9 @@ struct RlOptions {
   // Shared weights in the grouping (not in the paper): "apart" keeps the colocation group of every
   // shared weight (an op with no inputs that holds parameters and is read by more than one forward
   // op, e.g. an LSTM kernel read at every time step, with its gradient sums and optimizer update)
-  // out of stages 2 and 3, a group of its own at every level; "merged" groups it like any other.
+  // out of stages 2 and 3, a group of its own at every level; "merged" groups it like any other;
+  // "alternate" builds both groupings and switches between them at each restart (merged first),
+  // keeping the best placement of either (a graph without shared weights has one grouping).
   // Default: merged (apart wins on some graphs and loses on others; docs/rl.md).
   std::string shared_weights = "merged";
   // Levels of grouping (not in the paper): the policy first places `groups` >> (levels - 1)
@@ -132,7 +134,7 @@ struct RlOptions {
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/chains/limited/
 // off), sole-consumer-limit, cap (lightest/communication), cap-transfer-scale, shared-weights
-// (apart/merged), levels, batch,
+// (merged/apart/alternate), levels, batch,
 // restart-patience, restart-entropy, imitation, samples, hidden, embedding, lr, clip, entropy,
 // entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
 // checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, measure-timeout, polish,
@@ -156,12 +158,16 @@ struct CurvePoint {
   double evaluate_s = 0;              // cumulative time evaluating placements
   int64_t restarts = 0;               // policy restarts so far
   int level = 0;                      // grouping level the update sampled (0: coarsest)
+  int grouping = 0;                   // index in RlRun::groupings of the grouping it sampled
 };
 
 struct RlRun {
   PlaceResult result;
-  size_t num_groups = 0;             // at the finest level
-  std::vector<size_t> level_groups;  // groups per level, coarsest first
+  // The groupings: one, or "merged" and "apart" with shared_weights=alternate.
+  std::vector<std::string> groupings;
+  std::vector<std::vector<size_t>> level_groups;  // per grouping: groups per level, coarsest first
+  size_t num_groups = 0;   // at the finest level of the first grouping
+  size_t base_groups = 0;  // nested in every level of every grouping (num_groups if one grouping)
   size_t colocation_groups = 0;
   size_t after_sole_consumer = 0;
   int64_t samples = 0;      // total, including samples of a resumed checkpoint
@@ -176,7 +182,7 @@ struct RlRun {
   double decoder_rows_fraction = 1;
   double best_step_time_s = 0;  // penalised
   bool best_feasible = false;
-  std::vector<int32_t> best_group_devices;    // device index per group of the finest level
+  std::vector<int32_t> best_group_devices;    // device index per base group (base_groups)
   std::vector<int32_t> greedy_group_devices;  // the final policy's greedy decoding, ditto
   double greedy_step_time_s = 0;              // penalised
   double warm_start_step_time_s = 0;          // penalised; init=expert only

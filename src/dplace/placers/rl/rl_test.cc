@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "dplace/core/error.h"
@@ -349,7 +350,7 @@ TEST(RlPlacerTest, RefinesThroughNestedLevelsAndRestartsFromTheCoarsest) {
       {"groups", "4"},           {"levels", "2"},
       {"restart-patience", "5"}, {"restart-entropy", "0.1"}};
   const RlRun r = run(*p, 4, params);
-  EXPECT_EQ(r.level_groups, (std::vector<size_t>{2, 4}));
+  EXPECT_EQ(r.level_groups.front(), (std::vector<size_t>{2, 4}));
   EXPECT_EQ(r.num_groups, 4u);
   EXPECT_EQ(r.best_group_devices.size(), 4u);
   ASSERT_GE(r.refinements, 2);
@@ -416,9 +417,55 @@ TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
   const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
   std::map<std::string, std::string> params = {
       {"samples", "16"}, {"batch", "8"}, {"groups", "2"}, {"levels", "1"}, {"polish", "0"}};
-  EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<size_t>{2}));
+  EXPECT_EQ(run(p, 1, params).level_groups.front(), (std::vector<size_t>{2}));
   params["shared-weights"] = "apart";
-  EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<size_t>{3}));
+  EXPECT_EQ(run(p, 1, params).level_groups.front(), (std::vector<size_t>{3}));
+}
+
+// shared-weights=alternate on the graph above: both groupings, one per restart in turn (merged
+// first); the best placement is kept on the groups nested in both, and survives a resume.
+TEST(RlPlacerTest, AlternateGroupingsTakeTurnsAtRestarts) {
+  GraphBuilder b("shared_weights", "test");
+  auto add = [&b](Op op) {
+    op.phase = Phase::kForward;
+    return b.add_op(std::move(op));
+  };
+  const OpId x = add(make_op("x", {}, 0, 1000));
+  const OpId w1 = add(make_op("W1", {}, 0, 1'000'000, "", 1'000'000));
+  const OpId w2 = add(make_op("W2", {}, 0, 1'000'000, "", 1'000'000));
+  const OpId m1 = add(make_op("M1", {x, w1}, 1e7, 1000));
+  const OpId m2 = add(make_op("M2", {m1, w1}, 1e7, 1000));
+  const OpId m3 = add(make_op("M3", {m2, w2}, 1e7, 1000));
+  const OpId m4 = add(make_op("M4", {m3, w2}, 1e7, 1000));
+  add(make_op("S", {m4}, 0, 1000));
+  const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
+  const std::map<std::string, std::string> params = {
+      {"samples", "480"},         {"batch", "8"},   {"groups", "2"},
+      {"levels", "1"},            {"polish", "0"},  {"restart-patience", "3"},
+      {"restart-entropy", "0.5"}, {"entropy", "0"}, {"shared-weights", "alternate"}};
+  const RlRun r = run(p, 2, params);
+  EXPECT_EQ(r.groupings, (std::vector<std::string>{"merged", "apart"}));
+  EXPECT_EQ(r.level_groups, (std::vector<std::vector<size_t>>{{2}, {3}}));
+  EXPECT_GE(r.base_groups, 3u);
+  EXPECT_EQ(r.best_group_devices.size(), r.base_groups);
+  ASSERT_GE(r.curve.back().restarts, 2);
+  std::set<int> sampled;
+  for (size_t i = 0; i < r.curve.size(); ++i) {
+    const int64_t restarts_before = i == 0 ? 0 : r.curve[i - 1].restarts;
+    EXPECT_EQ(r.curve[i].grouping, restarts_before % 2) << "update " << i + 1;
+    sampled.insert(r.curve[i].grouping);
+  }
+  EXPECT_EQ(sampled, (std::set<int>{0, 1}));
+  // The best placement is the best sample of either grouping: no update's batch beat it.
+  for (const CurvePoint& c : r.curve) EXPECT_LE(r.best_step_time_s, c.batch_best_step_time_s);
+  EXPECT_NEAR(p.simulator.run(r.result.placement).step_time_s, r.best_step_time_s, 1e-12);
+  const RlRun resumed = run_resumed_half_way(p, 2, params, "rl-alternate-ckpt");
+  EXPECT_EQ(resumed.result.placement, r.result.placement);
+  EXPECT_EQ(resumed.curve.back().restarts, r.curve.back().restarts);
+
+  // A graph without shared weights has one grouping.
+  EXPECT_EQ(run(*two_towers(), 1, {{"samples", "16"}, {"shared-weights", "alternate"}}).groupings,
+            (std::vector<std::string>{"merged"}));
 }
 
 TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
