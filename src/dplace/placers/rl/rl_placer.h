@@ -55,8 +55,8 @@ struct RlOptions {
   // out of stages 2 and 3, a group of its own at every level; "merged" groups it like any other;
   // "alternate" builds both groupings and switches between them at each restart (merged first),
   // keeping the best placement of either (a graph without shared weights has one grouping).
-  // Default: merged (apart wins on some graphs and loses on others; docs/rl.md).
-  std::string shared_weights = "merged";
+  // Default: alternate (apart alone wins on some graphs and seeds and loses on others; docs/rl.md).
+  std::string shared_weights = "alternate";
   // Levels of grouping (not in the paper): the policy first places `groups` >> (levels - 1)
   // groups, then, each time it converges (see restart_patience), the next finer nested grouping
   // (twice as many groups), warm-started on the best placement so far by init_steps steps of

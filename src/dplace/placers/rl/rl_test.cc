@@ -398,8 +398,7 @@ TEST(RlPlacerTest, RefinesThroughNestedLevelsAndRestartsFromTheCoarsest) {
 
 // Two weights, each read by two forward matmuls of a chain: x -> M1 -> M2 -> M3 -> M4 -> S,
 // W1 feeding M1 and M2, W2 feeding M3 and M4. With shared-weights=apart their groups never merge,
-// so a target of 2 groups leaves 3 (W1, W2, and the chain); merged (the default), the cap
-// reaches 2.
+// so a target of 2 groups leaves 3 (W1, W2, and the chain); merged, the cap reaches 2.
 TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
   GraphBuilder b("shared_weights", "test");
   auto add = [&b](Op op) {
@@ -417,9 +416,10 @@ TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
   const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
   std::map<std::string, std::string> params = {
       {"samples", "16"}, {"batch", "8"}, {"groups", "2"}, {"levels", "1"}, {"polish", "0"}};
-  EXPECT_EQ(run(p, 1, params).level_groups.front(), (std::vector<size_t>{2}));
+  params["shared-weights"] = "merged";
+  EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<std::vector<size_t>>{{2}}));
   params["shared-weights"] = "apart";
-  EXPECT_EQ(run(p, 1, params).level_groups.front(), (std::vector<size_t>{3}));
+  EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<std::vector<size_t>>{{3}}));
 }
 
 // shared-weights=alternate on the graph above: both groupings, one per restart in turn (merged
