@@ -380,8 +380,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // grouping: the finest level when there is one grouping, else the common refinement.
   std::vector<Coarsening> finest_levels;
   for (const Grouping& g : groupings) finest_levels.push_back(g.levels.back());
-  const Coarsening base =
-      F == 1 ? finest_levels.front() : common_refinement(graph, finest_levels);
+  const Coarsening base = F == 1 ? finest_levels.front() : common_refinement(graph, finest_levels);
   const GroupFeatures base_features =
       F == 1 ? groupings.front().features.back() : make_group_features(graph, costs, base);
   const int D = base_features.num_devices;
@@ -503,8 +502,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
           "checkpoint '{}': made for another graph, cluster, grouping, seed or batch size",
           options.checkpoint));
     }
-    policy = policy_for_level(grouping_at(saved.restarts), static_cast<int>(saved.level),
-                              request.seed);
+    policy =
+        policy_for_level(grouping_at(saved.restarts), static_cast<int>(saved.level), request.seed);
     state = policy->load(options.checkpoint);
     // A damaged file may still parse: check every value the run indexes or divides with.
     const std::vector<uint8_t>& allowed = base_features.allowed;
@@ -601,8 +600,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // The best placement seen, on the current level's groups: the self-imitation row.
   std::vector<int32_t> best_here;
   if (!state.best_actions.empty())
-    best_here =
-        coarsen_best(grouping_at(state.restarts), static_cast<int>(state.level), state.best_actions);
+    best_here = coarsen_best(grouping_at(state.restarts), static_cast<int>(state.level),
+                             state.best_actions);
 
   std::vector<double> uniforms;
   std::vector<int32_t> actions;
@@ -762,9 +761,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
           ++state.refinements;
           policy = policy_for_level(
               grouping, level + 1,
-              request.seed +
-                             0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts) +
-                             0xD1B54A32D192ED03ULL * static_cast<uint64_t>(state.level));
+              request.seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts) +
+                  0xD1B54A32D192ED03ULL * static_cast<uint64_t>(state.level));
           best_here = coarsen_best(grouping, level + 1, state.best_actions);
           imitate(*policy, best_here);
         } else {
@@ -772,7 +770,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
           state.level = 0;
           const Grouping& next = grouping_at(state.restarts);
           policy = policy_for_level(
-              next, 0, request.seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts));
+              next, 0,
+              request.seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(state.restarts));
           best_here = coarsen_best(next, 0, state.best_actions);
           restarted = true;
         }

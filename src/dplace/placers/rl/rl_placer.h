@@ -166,7 +166,7 @@ struct RlRun {
   // The groupings: one, or "merged" and "apart" with shared_weights=alternate.
   std::vector<std::string> groupings;
   std::vector<std::vector<size_t>> level_groups;  // per grouping: groups per level, coarsest first
-  size_t num_groups = 0;   // at the finest level of the first grouping
+  size_t num_groups = 0;                          // at the finest level of the first grouping
   size_t base_groups = 0;  // nested in every level of every grouping (num_groups if one grouping)
   size_t colocation_groups = 0;
   size_t after_sole_consumer = 0;

@@ -439,10 +439,15 @@ TEST(RlPlacerTest, AlternateGroupingsTakeTurnsAtRestarts) {
   const OpId m4 = add(make_op("M4", {m3, w2}, 1e7, 1000));
   add(make_op("S", {m4}, 0, 1000));
   const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
-  const std::map<std::string, std::string> params = {
-      {"samples", "480"},         {"batch", "8"},   {"groups", "2"},
-      {"levels", "1"},            {"polish", "0"},  {"restart-patience", "3"},
-      {"restart-entropy", "0.5"}, {"entropy", "0"}, {"shared-weights", "alternate"}};
+  const std::map<std::string, std::string> params = {{"samples", "480"},
+                                                     {"batch", "8"},
+                                                     {"groups", "2"},
+                                                     {"levels", "1"},
+                                                     {"polish", "0"},
+                                                     {"restart-patience", "3"},
+                                                     {"restart-entropy", "0.5"},
+                                                     {"entropy", "0"},
+                                                     {"shared-weights", "alternate"}};
   const RlRun r = run(p, 2, params);
   EXPECT_EQ(r.groupings, (std::vector<std::string>{"merged", "apart"}));
   EXPECT_EQ(r.level_groups, (std::vector<std::vector<size_t>>{{2}, {3}}));
