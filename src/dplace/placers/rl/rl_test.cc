@@ -397,9 +397,8 @@ TEST(RlPlacerTest, RefinesThroughNestedLevelsAndRestartsFromTheCoarsest) {
 }
 
 // Two weights, each read by two forward matmuls of a chain: x -> M1 -> M2 -> M3 -> M4 -> S,
-// W1 feeding M1 and M2, W2 feeding M3 and M4. With shared-weights=apart their groups never merge,
-// so a target of 2 groups leaves 3 (W1, W2, and the chain); merged, the cap reaches 2.
-TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
+// W1 feeding M1 and M2, W2 feeding M3 and M4.
+Graph shared_weight_graph() {
   GraphBuilder b("shared_weights", "test");
   auto add = [&b](Op op) {
     op.phase = Phase::kForward;
@@ -413,7 +412,13 @@ TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
   const OpId m3 = add(make_op("M3", {m2, w2}, 1e7, 1000));
   const OpId m4 = add(make_op("M4", {m3, w2}, 1e7, 1000));
   add(make_op("S", {m4}, 0, 1000));
-  const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
+  return std::move(b).build();
+}
+
+// With shared-weights=apart the weights' groups never merge, so a target of 2 groups leaves 3
+// (W1, W2, and the chain); merged, the cap reaches 2.
+TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
+  const Problem p(shared_weight_graph(), toy_cluster(int64_t{1} << 36));
   std::map<std::string, std::string> params = {
       {"samples", "16"}, {"batch", "8"}, {"groups", "2"}, {"levels", "1"}, {"polish", "0"}};
   params["shared-weights"] = "merged";
@@ -422,23 +427,10 @@ TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
   EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<std::vector<size_t>>{{3}}));
 }
 
-// shared-weights=alternate on the graph above: both groupings, one per restart in turn (merged
-// first); the best placement is kept on the groups nested in both, and survives a resume.
+// shared-weights=alternate on shared_weight_graph(): both groupings, one per restart in turn
+// (merged first); the best placement is kept on the groups nested in both, and survives a resume.
 TEST(RlPlacerTest, AlternateGroupingsTakeTurnsAtRestarts) {
-  GraphBuilder b("shared_weights", "test");
-  auto add = [&b](Op op) {
-    op.phase = Phase::kForward;
-    return b.add_op(std::move(op));
-  };
-  const OpId x = add(make_op("x", {}, 0, 1000));
-  const OpId w1 = add(make_op("W1", {}, 0, 1'000'000, "", 1'000'000));
-  const OpId w2 = add(make_op("W2", {}, 0, 1'000'000, "", 1'000'000));
-  const OpId m1 = add(make_op("M1", {x, w1}, 1e7, 1000));
-  const OpId m2 = add(make_op("M2", {m1, w1}, 1e7, 1000));
-  const OpId m3 = add(make_op("M3", {m2, w2}, 1e7, 1000));
-  const OpId m4 = add(make_op("M4", {m3, w2}, 1e7, 1000));
-  add(make_op("S", {m4}, 0, 1000));
-  const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
+  const Problem p(shared_weight_graph(), toy_cluster(int64_t{1} << 36));
   const std::map<std::string, std::string> params = {{"samples", "480"},
                                                      {"batch", "8"},
                                                      {"groups", "2"},
