@@ -377,12 +377,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   const int F = static_cast<int>(groupings.size());
   auto grouping_at = [&](int64_t restarts) -> const Grouping& { return groupings[restarts % F]; };
   // Best placements are kept per group of the base grouping, nested in every level of every
-  // grouping: the finest level when there is one grouping, else the common refinement.
+  // grouping: their common refinement (the finest level itself when there is one grouping).
   std::vector<Coarsening> finest_levels;
   for (const Grouping& g : groupings) finest_levels.push_back(g.levels.back());
-  const Coarsening base = F == 1 ? finest_levels.front() : common_refinement(graph, finest_levels);
-  const GroupFeatures base_features =
-      F == 1 ? groupings.front().features.back() : make_group_features(graph, costs, base);
+  const Coarsening base = common_refinement(graph, finest_levels);
+  const GroupFeatures base_features = make_group_features(graph, costs, base);
   const int D = base_features.num_devices;
   const int K = options.batch;
   const int G_base = static_cast<int>(base.num_groups);
