@@ -5,7 +5,9 @@ Usage: plot_rl_curves.py OUT/summary.json docs/rl_learning_curves.svg
 
 One panel per workload of the summary written by bench/rl_bench.py: the best step time found so
 far (solid) and each update's batch mean (light) against wall-clock seconds, from the curve CSV
-(`--param curve=...`), with dashed lines at the expert placement and at the best classic placer.
+(`--param curve=...`), with dashed lines at the expert placement and at the best classic placer,
+and a dotted vertical line at each restart (fresh weights), labelled with the grouping the restart
+turns to where the run has two (`shared-weights=alternate` on a graph with shared weights).
 """
 import csv
 import json
@@ -49,6 +51,20 @@ def binned(rows, bins=300):
         best.append(float(chunk[-1]["best_step_time_s"]) * 1e3)
         mean.append(sum(float(r["mean_step_time_s"]) for r in chunk) * 1e3 / len(chunk))
     return xs, best, mean
+
+
+def restarts(rows):
+    """(elapsed seconds, grouping name) at the first update after each restart. The CSV counts a
+    restart on the update that triggers it, so the new turn (fresh weights, coarsest level, maybe
+    the other grouping) starts on the next row. The name is empty where the run has a single
+    grouping (or the CSV predates the column)."""
+    groupings = {r.get("grouping", "") for r in rows}
+    marks = []
+    for prev, r, first in zip(rows, rows[1:], rows[2:]):
+        if int(r.get("restarts", 0)) > int(prev.get("restarts", 0)):
+            name = first.get("grouping", "") if len(groupings) > 1 else ""
+            marks.append((float(first["elapsed_s"]), name))
+    return marks
 
 
 def panel(ox, oy, w, curve_rows):
@@ -103,6 +119,17 @@ def panel(ox, oy, w, curve_rows):
     out.append(f'<text x="{ox + 14}" y="{oy + MARGIN_T + ph / 2}" font-size="11" '
                f'text-anchor="middle" transform="rotate(-90 {ox + 14} '
                f'{oy + MARGIN_T + ph / 2})">step time (ms)</text>')
+    label_x, label_y = -1e9, oy + MARGIN_T + ph - 4
+    for t, grouping in restarts(curve_rows):
+        x = px(t)
+        out.append(f'<line x1="{x:.1f}" y1="{oy + MARGIN_T}" x2="{x:.1f}" y2="{oy + MARGIN_T + ph}" '
+                   f'stroke="#999" stroke-dasharray="1,3"/>')
+        if grouping:
+            # Labels of restarts closer than a word's width stack upwards instead of overlapping.
+            label_y = label_y - 11 if x - label_x < 36 else oy + MARGIN_T + ph - 4
+            label_x = x
+            out.append(f'<text x="{x + 3:.1f}" y="{label_y}" font-size="9" '
+                       f'fill="#666">{esc(grouping)}</text>')
     if xs:
         pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, mean))
         out.append(f'<polyline points="{pts}" fill="none" stroke="#9ecae1" stroke-width="1"/>')
@@ -137,7 +164,8 @@ def main():
              f'font-family="sans-serif">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
              f'<text x="8" y="16" font-size="12">dplace rl placer: learning curves '
-             f'(seed {summary["seed"]}; batch mean averaged over runs of updates)</text>']
+             f'(seed {summary["seed"]}; batch mean averaged over runs of updates; dotted: '
+             f'restarts)</text>']
     for i, w in enumerate(workloads):
         with open(os.path.join(base, w["curve"])) as f:
             curve_rows = list(csv.DictReader(f))
