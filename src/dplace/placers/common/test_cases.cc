@@ -153,6 +153,14 @@ std::unique_ptr<PlacerCase> cpu_only_case() {
       0.5 + 0.001 + 1.0 + 1.0 + 0.1);
 }
 
+std::unique_ptr<PlacerCase> heavy_light_case() {
+  GraphBuilder b("heavy_light", "test");
+  b.add_op(timed("heavy", {}, 1.0, 10.0, 4));
+  b.add_op(timed("light", {}, 0.2, 0.8, 4));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(), make_cluster("cpu-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB)}), 1.0);
+}
+
 PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options) {
   PlaceRequest request;
   request.graph = &c.graph();

@@ -13,6 +13,9 @@
 //  * cpu_only: /cpu:0 + /gpu:0. load (CPU only, 0.5 s) -> mm1 -> mm2 -> loss; mm1, mm2 take 1 s on
 //    the GPU and 10 s on the CPU, loss 0.1 s / 1 s; 1 MB tensors over 1 GB/s. Optimum 2.601 s:
 //    load on the CPU, the rest on the GPU.
+//  * heavy_light: /cpu:0 + /gpu:0, two independent ops: heavy (1 s on the GPU, 10 s on the CPU)
+//    and light (0.2 s / 0.8 s). Optimum 1 s: heavy on the GPU, light on the CPU (both on the GPU
+//    1.2 s).
 //
 // Thread safety: a PlacerCase is immutable after construction.
 #pragma once
@@ -59,6 +62,7 @@ std::unique_ptr<PlacerCase> oversubscribed_case();
 std::unique_ptr<PlacerCase> oversubscribed_gpu_with_cpu_case();
 std::unique_ptr<PlacerCase> colocation_case();
 std::unique_ptr<PlacerCase> cpu_only_case();
+std::unique_ptr<PlacerCase> heavy_light_case();
 
 struct PlacerRun {
   PlaceResult result;

@@ -557,8 +557,10 @@ TEST(RlPlacerTest, PolishingSplitsWhatTheGroupsJoin) {
   EXPECT_NE(polished.placement[OpId(1)], polished.placement[OpId(3)]);
   EXPECT_NE(polished.note.find("learned 0.004002 s, polished 0.004 s"), std::string::npos)
       << polished.note;
-  // The learning's evaluations, the start's simulation and the 300 moves.
-  EXPECT_EQ(polished.evaluations, learned.evaluations + 1 + 300);
+  // The learning's evaluations, the start's simulation, the five whole-device moves (each GPU's
+  // groups onto the CPU and onto the other GPU, the swap of the GPUs; the CPU is empty) and the
+  // 300 moves.
+  EXPECT_EQ(polished.evaluations, learned.evaluations + 1 + 5 + 300);
   // Seeded: the same run again gives the same placement.
   EXPECT_EQ(make_placer("rl")->place(p->request(1, params)).placement, polished.placement);
 }
@@ -577,8 +579,8 @@ TEST(RlPlacerTest, PolishingStopsAfterAWaveWithoutProgress) {
   EXPECT_NEAR(p->simulator.run(one_thread.placement).step_time_s, 4e-3, 1e-12);
   EXPECT_NE(one_thread.note.find("(4 rounds of 300 moves"), std::string::npos) << one_thread.note;
   EXPECT_NE(one_thread.note.find("the best from round 1:"), std::string::npos) << one_thread.note;
-  // The start's simulation and four rounds' moves.
-  EXPECT_EQ(one_thread.evaluations, learned.evaluations + 1 + 4 * 300);
+  // The start's simulation, the five whole-device moves and four rounds' moves.
+  EXPECT_EQ(one_thread.evaluations, learned.evaluations + 1 + 5 + 4 * 300);
 
   params["threads"] = "2";
   const PlaceResult two_threads = make_placer("rl")->place(p->request(1, params));
@@ -589,7 +591,7 @@ TEST(RlPlacerTest, PolishingStopsAfterAWaveWithoutProgress) {
   params["polish-rounds"] = "2";
   const PlaceResult capped = make_placer("rl")->place(p->request(1, params));
   EXPECT_NE(capped.note.find("(2 rounds of 300 moves"), std::string::npos) << capped.note;
-  EXPECT_EQ(capped.evaluations, learned.evaluations + 1 + 2 * 300);
+  EXPECT_EQ(capped.evaluations, learned.evaluations + 1 + 5 + 2 * 300);
 }
 
 // Polishing keeps a placement that fits: on the OOM chain the fast placements are all OOM, and the

@@ -303,6 +303,102 @@ SearchOutcome anneal_rounds(const PlaceRequest& request, const AnnealOptions& op
   return {.result = std::move(result), .cut_by_budget = cut};
 }
 
+// What relabel_search found: the best placement and its simulation, the whole-device moves that
+// led there, in order ("/cpu:0 onto /gpu:0", "/gpu:0 with /gpu:1"), and the simulations spent.
+struct Relabelled {
+  Placement placement;
+  SimResult sim;
+  std::vector<std::string> steps;
+  int64_t evaluations = 0;
+};
+
+// Least gain, relative to the current step time, for which a whole-device move is taken. Without
+// it the swap of two GPUs on different boards of a multi-GPU machine can win by microseconds,
+// which only reorders the devices and sends the annealing down another trajectory.
+constexpr double kRelabelMinGain = 0.01;
+
+// The whole-device moves of anneal_from (anneal.h), from `start` (simulated: start_sim): in each
+// pass every merge (a -> b) and every swap (a <-> b) is simulated, and the best of them is taken
+// when better() than the current placement and, between fitting placements, at least
+// kRelabelMinGain faster. Stops at the first pass that finds nothing so, after as many passes as
+// there are devices, or at the budget (counted from clock_start).
+Relabelled relabel_search(const PlaceRequest& request, const Placement& start,
+                          const SimResult& start_sim, double penalty_s,
+                          std::chrono::steady_clock::time_point clock_start) {
+  const Graph& graph = *request.graph;
+  const Cluster& cluster = *request.cluster;
+  const GroupGraph groups(graph, cluster, *request.costs);
+  const size_t ng = groups.num_groups();
+  const size_t nd = cluster.num_devices();
+  const bool all_linked = !cluster.first_unlinked_pair().has_value();
+  auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
+  };
+  Relabelled out{.placement = start, .sim = start_sim};
+  std::vector<DeviceId> device_of_group(ng);
+  for (size_t g = 0; g < ng; ++g) {
+    device_of_group[g] = start[graph.group_ops(GroupId::from_index(g)).front()];
+  }
+  SimWorkspace workspace;
+  SimResult sim;
+  // The groups on `from` that allow `to` go there, and with `swap` those on `to` that allow
+  // `from` go to `from`. Empty when that moves nothing (or, for a swap, nothing one way).
+  auto relabelled = [&](DeviceId from, DeviceId to, bool swap) {
+    std::vector<DeviceId> moved = device_of_group;
+    bool there = false, back = false;
+    for (size_t g = 0; g < ng; ++g) {
+      const GroupId group = GroupId::from_index(g);
+      if (device_of_group[g] == from && groups.allows(group, to)) {
+        moved[g] = to;
+        there = true;
+      } else if (swap && device_of_group[g] == to && groups.allows(group, from)) {
+        moved[g] = from;
+        back = true;
+      }
+    }
+    if (!there || (swap && !back)) moved.clear();
+    return moved;
+  };
+  for (size_t pass = 0; pass < nd; ++pass) {
+    std::vector<DeviceId> best_groups;
+    SimResult best_sim = out.sim;
+    std::string best_step;
+    for (size_t a = 0; a < nd; ++a) {
+      for (size_t b = 0; b < nd; ++b) {
+        if (a == b) continue;
+        const DeviceId from = DeviceId::from_index(a), to = DeviceId::from_index(b);
+        for (const bool swap : {false, true}) {
+          if (swap && b < a) continue;  // a swap is the same both ways
+          if (elapsed_s() > request.budget_seconds) return out;
+          std::vector<DeviceId> moved = relabelled(from, to, swap);
+          if (moved.empty()) continue;
+          const Placement candidate = placement_from_groups(graph, moved);
+          if (!all_linked &&
+              !placement_problem(graph, cluster, *request.costs, candidate).empty()) {
+            continue;
+          }
+          request.simulator->run(candidate, workspace, sim);
+          ++out.evaluations;
+          if (better(sim, best_sim, penalty_s)) {
+            best_groups = std::move(moved);
+            best_sim = sim;
+            best_step = fmt::format("{} {} {}", cluster.device(from).name, swap ? "with" : "onto",
+                                    cluster.device(to).name);
+          }
+        }
+      }
+    }
+    const bool gain =
+        !out.sim.feasible || best_sim.step_time_s <= (1 - kRelabelMinGain) * out.sim.step_time_s;
+    if (best_groups.empty() || !gain) break;
+    device_of_group = std::move(best_groups);
+    out.placement = placement_from_groups(graph, device_of_group);
+    out.sim = best_sim;
+    out.steps.push_back(std::move(best_step));
+  }
+  return out;
+}
+
 // One anneal_rounds from each of starts[order[k]] (order: the least-cost first), keeping the
 // best result. The search from order[0] uses request.seed, so it is the single-start search; the
 // one from order[k] uses seed + kStartSeedStride * k, apart from the rounds' seeds. With one round
@@ -475,8 +571,18 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
   ++result.evaluations;
   const double penalty_s =
       2.0 * std::max(start_sim.step_time_s, request.simulator->lower_bound_s());
-  return anneal_rounds(request, options, start_name, start, start_sim, penalty_s, std::move(result),
-                       clock_start)
+  Relabelled relabelled = relabel_search(request, start, start_sim, penalty_s, clock_start);
+  result.evaluations += relabelled.evaluations;
+  if (relabelled.steps.empty()) {
+    return anneal_rounds(request, options, start_name, start, start_sim, penalty_s,
+                         std::move(result), clock_start)
+        .result;
+  }
+  const std::string relabelled_name =
+      fmt::format("{} relabelled ({:.6g} s; {})", start_name, start_sim.step_time_s,
+                  fmt::join(relabelled.steps, ", "));
+  return anneal_rounds(request, options, relabelled_name, relabelled.placement, relabelled.sim,
+                       penalty_s, std::move(result), clock_start)
       .result;
 }
 

@@ -32,7 +32,13 @@
 // cores): AnnealOptions.
 //
 // anneal_from() runs the same search from a given placement (the rl placer polishes its result with
-// it).
+// it), after whole-device moves that single-group moves cannot make: merges (every group on device
+// a that allows device b moves to b) and swaps (a's groups go to b and b's to a, those that allow
+// it). Each pass simulates every merge and swap and takes the best when it beats the placement so
+// far (by at least 1% when both fit: near-ties of symmetric devices are left alone); the passes
+// stop when one finds nothing so (at most one pass per device). So a placement
+// that is all on a slow device, with a latency barrier around every single move, becomes the same
+// placement on the fast one (docs/rl.md, "Known weak case").
 //
 // Thread safety: a placer object runs one place() at a time; anneal_from is reentrant.
 #pragma once
@@ -68,8 +74,9 @@ struct AnnealOptions {
 // Simulated annealing from `start` (REQUIRES: a valid placement for the request's graph and
 // cluster; start_name names it in the note), with the OOM penalty scale taken from the start.
 // Uses request.seed, request.budget_seconds (a cap, reported in the note) and request.progress;
-// ignores request.params and request.expert. The result is the best placement seen, the start
-// included, so it is never worse than the start; evaluations count the start's simulation.
+// ignores request.params and request.expert. The whole-device moves come first (see above); the
+// note names them, if any was taken. The result is the best placement seen, the start included,
+// so it is never worse than the start; evaluations count every simulation, the start's included.
 PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_name,
                         const Placement& start, const AnnealOptions& options);
 // The default of --param evaluations for this graph.

@@ -237,5 +237,62 @@ TEST(AnnealPlacerTest, DefaultEvaluationsShrinkWithGraphSizeWithinBounds) {
   EXPECT_EQ(default_anneal_evaluations(big), 2500);  // 1e8 / (20000 ops + 19999 edges)
 }
 
+// anneal_from with no annealing moves, so that only its whole-device moves act.
+PlaceResult relabel_only(const PlacerCase& c, const Placement& start) {
+  PlaceRequest request;
+  request.graph = &c.graph();
+  request.cluster = &c.cluster();
+  request.costs = &c.costs();
+  request.simulator = &c.simulator();
+  return anneal_from(request, "given", start, AnnealOptions{.evaluations = 0});
+}
+
+// All on the CPU (21.5 s) and no single move out of it pays: the merge of the CPU's groups onto
+// the GPU takes everything but the CPU-only load there, the optimum.
+TEST(AnnealFromTest, MergesADeviceOntoAnother) {
+  auto c = cpu_only_case();
+  const PlaceResult r = relabel_only(*c, single_device_placement(c->graph(), c->device("/cpu:0")));
+  EXPECT_NEAR(c->simulator().run(r.placement).step_time_s, c->optimum_s(), 1e-12)
+      << describe(*c, r.placement);
+  EXPECT_EQ(r.placement[c->op("load")], c->device("/cpu:0"));
+  EXPECT_NE(r.note.find("given relabelled (21.5 s; /cpu:0 onto /gpu:0)"), std::string::npos)
+      << r.note;
+}
+
+// Heavy on the CPU and light on the GPU (10 s): the swap (1 s) beats both merges (1.2 s, 10.8 s).
+TEST(AnnealFromTest, SwapsTwoDevices) {
+  auto c = heavy_light_case();
+  Placement start = single_device_placement(c->graph(), c->device("/cpu:0"));
+  start.device_of_op[c->op("light").value()] = c->device("/gpu:0");
+  const PlaceResult r = relabel_only(*c, start);
+  EXPECT_DOUBLE_EQ(c->simulator().run(r.placement).step_time_s, c->optimum_s());
+  EXPECT_NE(r.note.find("/cpu:0 with /gpu:0"), std::string::npos) << r.note;
+}
+
+// One chain per GPU is the optimum: the three whole-device moves (a merge either way, the swap)
+// are simulated and none is taken, since the swap only ties.
+TEST(AnnealFromTest, KeepsAStartThatNoWholeDeviceMoveBeats) {
+  auto c = two_chains_case();
+  Placement start = single_device_placement(c->graph(), c->device("/gpu:0"));
+  for (const char* op : {"b0", "b1", "b2"}) {
+    start.device_of_op[c->op(op).value()] = c->device("/gpu:1");
+  }
+  const PlaceResult r = relabel_only(*c, start);
+  EXPECT_EQ(r.placement, start);
+  EXPECT_EQ(r.note.find("relabelled"), std::string::npos) << r.note;
+  EXPECT_EQ(r.evaluations, 1 + 3);  // the start and the three moves
+}
+
+// The merge onto the GPU (19 GB of parameters on 10.5 GB) is out of memory: the start, which
+// fits, stays.
+TEST(AnnealFromTest, NeverTakesAMoveThatRunsOutOfMemory) {
+  auto c = oversubscribed_gpu_with_cpu_case();
+  const Placement start = single_device_placement(c->graph(), c->device("/cpu:0"));
+  const PlaceResult r = relabel_only(*c, start);
+  EXPECT_TRUE(c->simulator().run(r.placement).feasible) << describe(*c, r.placement);
+  EXPECT_TRUE(r.infeasible_reason.empty()) << r.infeasible_reason;
+  EXPECT_EQ(r.note.find("relabelled"), std::string::npos) << r.note;
+}
+
 }  // namespace
 }  // namespace dplace::testing
