@@ -153,12 +153,15 @@ std::unique_ptr<PlacerCase> cpu_only_case() {
       0.5 + 0.001 + 1.0 + 1.0 + 0.1);
 }
 
-std::unique_ptr<PlacerCase> heavy_light_case() {
+std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb) {
   GraphBuilder b("heavy_light", "test");
-  b.add_op(timed("heavy", {}, 1.0, 10.0, 4));
+  Op heavy = timed("heavy", {}, 1.0, 10.0, 4);
+  heavy.param_bytes = static_cast<int64_t>(heavy_params_gb * kGB);
+  b.add_op(std::move(heavy));
   b.add_op(timed("light", {}, 0.2, 0.8, 4));
   return std::make_unique<PlacerCase>(
-      std::move(b).build(), make_cluster("cpu-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB)}), 1.0);
+      std::move(b).build(), make_cluster("cpu-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB)}),
+      heavy_params_gb > 16 ? 10.0 : 1.0);
 }
 
 PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options) {

@@ -15,7 +15,8 @@
 //    load on the CPU, the rest on the GPU.
 //  * heavy_light: /cpu:0 + /gpu:0, two independent ops: heavy (1 s on the GPU, 10 s on the CPU)
 //    and light (0.2 s / 0.8 s). Optimum 1 s: heavy on the GPU, light on the CPU (both on the GPU
-//    1.2 s).
+//    1.2 s). With heavy_params_gb above 16, heavy no longer fits on the GPU: optimum 10 s, heavy
+//    on the CPU and light on the GPU.
 //
 // Thread safety: a PlacerCase is immutable after construction.
 #pragma once
@@ -62,7 +63,7 @@ std::unique_ptr<PlacerCase> oversubscribed_case();
 std::unique_ptr<PlacerCase> oversubscribed_gpu_with_cpu_case();
 std::unique_ptr<PlacerCase> colocation_case();
 std::unique_ptr<PlacerCase> cpu_only_case();
-std::unique_ptr<PlacerCase> heavy_light_case();
+std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb = 0);
 
 struct PlacerRun {
   PlaceResult result;
