@@ -1,8 +1,8 @@
 // Registration of placer `rl`: the learning (rl_placer.h) followed by the polishing (RlOptions::
-// polish_evaluations, polish_rounds) with simulated annealing (search/anneal.h). Compiled into
-// dplace_placers (not dplace_rl) so that the Torch library depends on the placer interface's
-// headers only and the polishing can use another placer of this module; built only with
-// DPLACE_WITH_TORCH.
+// polish_evaluations, polish_rounds) with anneal_from's whole-device moves and simulated annealing
+// (search/anneal.h). Compiled into dplace_placers (not dplace_rl) so that the Torch library
+// depends on the placer interface's headers only and the polishing can use another placer of this
+// module; built only with DPLACE_WITH_TORCH.
 #include <fmt/format.h>
 
 #include <algorithm>

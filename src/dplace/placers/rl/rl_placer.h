@@ -11,8 +11,9 @@
 //     Adam with gradient-norm clipping; an entropy bonus that decays to zero; the best placement
 //     ever seen (and the final greedy decoding, if better) is returned. A converged policy that
 //     stops finding better placements restarts from fresh weights (restart_patience).
-//  5. Polishing (by the registered placer in registration.cc, not by run_rl): rounds of simulated
-//     annealing from the learned placement (RlOptions::polish_evaluations, polish_rounds).
+//  5. Polishing (by the registered placer in registration.cc, not by run_rl): whole-device moves,
+//     then rounds of simulated annealing from the learned placement (search/anneal.h, anneal_from;
+//     RlOptions::polish_evaluations, polish_rounds).
 //
 // Options come from PlaceRequest::params (the CLI's --param key=value); rl_options_from_params
 // lists them. Determinism: for one seed, the sequence of sampled placements, the learning curve
@@ -118,12 +119,12 @@ struct RlOptions {
   // the budget ends is killed. Default: 0.
   double measure_timeout_s = 0;
   // Polishing (not in the paper; done by the registered placer `rl`, not by run_rl): the learned
-  // placement is refined by simulated annealing over colocation-group moves (search/anneal.h,
-  // anneal_from) for polish_evaluations moves, which places single ops and groups the policy's
-  // coarse groups cannot separate. -1: kPolishFactor times anneal's default evaluations for the
-  // graph; 0: off (the paper's method alone; forced with measure_cmd, whose reward the simulator
-  // cannot stand in for). The learning stops at (1 - polish_share) of the budget so that the
-  // polishing has the rest. Default: -1, 0.1.
+  // placement is re-mapped by whole-device moves and refined by simulated annealing over
+  // colocation-group moves (search/anneal.h, anneal_from) for polish_evaluations moves per round,
+  // which places single ops and groups the policy's coarse groups cannot separate. -1:
+  // kPolishFactor times anneal's default evaluations for the graph; 0: off (the paper's method
+  // alone; forced with measure_cmd, whose reward the simulator cannot stand in for). The learning
+  // stops at (1 - polish_share) of the budget so that the polishing has the rest. Default: -1, 0.1.
   int64_t polish_evaluations = -1;
   double polish_share = 0.1;
   // Annealing rounds of the polishing (search/anneal.h, AnnealOptions::rounds: waves of two from
