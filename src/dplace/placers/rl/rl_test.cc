@@ -577,7 +577,9 @@ TEST(RlPlacerTest, PolishingStopsAfterAWaveWithoutProgress) {
   params["polish"] = "300";
   const PlaceResult one_thread = make_placer("rl")->place(p->request(1, params));
   EXPECT_NEAR(p->simulator.run(one_thread.placement).step_time_s, 4e-3, 1e-12);
-  EXPECT_NE(one_thread.note.find("(4 rounds of 300 moves"), std::string::npos) << one_thread.note;
+  EXPECT_NE(one_thread.note.find("(whole-device moves: none 1% faster; 4 rounds of 300 moves"),
+            std::string::npos)
+      << one_thread.note;
   EXPECT_NE(one_thread.note.find("the best from round 1:"), std::string::npos) << one_thread.note;
   // The start's simulation, the five whole-device moves and four rounds' moves.
   EXPECT_EQ(one_thread.evaluations, learned.evaluations + 1 + 5 + 4 * 300);
@@ -590,7 +592,9 @@ TEST(RlPlacerTest, PolishingStopsAfterAWaveWithoutProgress) {
   // polish-rounds caps the rounds: one wave.
   params["polish-rounds"] = "2";
   const PlaceResult capped = make_placer("rl")->place(p->request(1, params));
-  EXPECT_NE(capped.note.find("(2 rounds of 300 moves"), std::string::npos) << capped.note;
+  EXPECT_NE(capped.note.find("(whole-device moves: none 1% faster; 2 rounds of 300 moves"),
+            std::string::npos)
+      << capped.note;
   EXPECT_EQ(capped.evaluations, learned.evaluations + 1 + 5 + 2 * 300);
 }
 

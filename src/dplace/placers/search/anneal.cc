@@ -573,17 +573,18 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
       2.0 * std::max(start_sim.step_time_s, request.simulator->lower_bound_s());
   Relabelled relabelled = relabel_search(request, start, start_sim, penalty_s, clock_start);
   result.evaluations += relabelled.evaluations;
-  if (relabelled.steps.empty()) {
-    return anneal_rounds(request, options, start_name, start, start_sim, penalty_s,
-                         std::move(result), clock_start)
-        .result;
-  }
-  const std::string relabelled_name =
-      fmt::format("{} relabelled ({:.6g} s; {})", start_name, start_sim.step_time_s,
-                  fmt::join(relabelled.steps, ", "));
-  return anneal_rounds(request, options, relabelled_name, relabelled.placement, relabelled.sim,
-                       penalty_s, std::move(result), clock_start)
-      .result;
+  const bool moved = !relabelled.steps.empty();
+  PlaceResult polished =
+      anneal_rounds(request, options, moved ? start_name + " relabelled" : start_name,
+                    relabelled.placement, relabelled.sim, penalty_s, std::move(result), clock_start)
+          .result;
+  polished.note = fmt::format(
+      "whole-device moves: {}; {}",
+      moved ? fmt::format("{} ({:.6g} s to {:.6g} s)", fmt::join(relabelled.steps, ", "),
+                          start_sim.step_time_s, relabelled.sim.step_time_s)
+            : "none 1% faster",
+      polished.note);
+  return polished;
 }
 
 // The expert placement (when there is one) and every classic placer but m-sct, whose LP takes

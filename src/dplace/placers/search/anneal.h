@@ -75,8 +75,10 @@ struct AnnealOptions {
 // cluster; start_name names it in the note), with the OOM penalty scale taken from the start.
 // Uses request.seed, request.budget_seconds (a cap, reported in the note) and request.progress;
 // ignores request.params and request.expert. The whole-device moves come first (see above); the
-// note names them, if any was taken. The result is the best placement seen, the start included,
-// so it is never worse than the start; evaluations count every simulation, the start's included.
+// note begins with them ("whole-device moves: /cpu:0 onto /gpu:0 (3.24e-09 s to 3.24e-11 s); "
+// or "whole-device moves: none 1% faster; "). The result is the best placement seen, the start
+// included, so it is never worse than the start; evaluations count every simulation, the start's
+// included.
 PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_name,
                         const Placement& start, const AnnealOptions& options);
 // The default of --param evaluations for this graph.
