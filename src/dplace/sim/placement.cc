@@ -19,6 +19,14 @@ Placement placement_from_groups(const Graph& graph, const std::vector<DeviceId>&
   return p;
 }
 
+std::vector<DeviceId> groups_from_placement(const Graph& graph, const Placement& placement) {
+  std::vector<DeviceId> device_of_group(graph.num_groups());
+  for (size_t g = 0; g < graph.num_groups(); ++g) {
+    device_of_group[g] = placement[graph.group_ops(GroupId::from_index(g)).front()];
+  }
+  return device_of_group;
+}
+
 Placement single_device_placement(const Graph& graph, DeviceId device) {
   Placement p;
   p.device_of_op.assign(graph.num_ops(), device);

@@ -24,6 +24,9 @@ struct Placement {
 
 // Every op of each group on the group's device. REQUIRES: device_of_group.size() == num_groups.
 Placement placement_from_groups(const Graph& graph, const std::vector<DeviceId>& device_of_group);
+// The inverse: each group's device, read from its first op. REQUIRES: no group is split (as
+// placement_problem checks).
+std::vector<DeviceId> groups_from_placement(const Graph& graph, const Placement& placement);
 // Every op on one device.
 Placement single_device_placement(const Graph& graph, DeviceId device);
 

@@ -50,6 +50,12 @@ TEST(PlacementTest, FromGroupsPutsEveryOpOnItsGroupsDevice) {
             (std::vector<DeviceId>{kGpu0, kGpu0, kGpu0}));
 }
 
+TEST(PlacementTest, GroupsFromPlacementInvertsFromGroups) {
+  const Graph g = tiny_graph();
+  const std::vector<DeviceId> devices = {kGpu1, kCpu};
+  EXPECT_EQ(groups_from_placement(g, placement_from_groups(g, devices)), devices);
+}
+
 TEST(PlacementTest, ValidPlacementHasNoProblem) {
   const Graph g = tiny_graph();
   const Cluster c = cluster_without_gpu_link();

@@ -164,12 +164,17 @@ std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb) {
       heavy_params_gb > 16 ? 10.0 : 1.0);
 }
 
-PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options) {
+PlaceRequest case_request(const PlacerCase& c) {
   PlaceRequest request;
   request.graph = &c.graph();
   request.cluster = &c.cluster();
   request.costs = &c.costs();
   request.simulator = &c.simulator();
+  return request;
+}
+
+PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options) {
+  PlaceRequest request = case_request(c);
   request.seed = options.seed;
   request.budget_seconds = options.budget_seconds;
   request.params = options.params;

@@ -77,6 +77,9 @@ struct RunOptions {
   std::optional<Placement> expert;
 };
 
+// A request on the case (graph, cluster, costs, simulator) with PlaceRequest's defaults.
+PlaceRequest case_request(const PlacerCase& c);
+
 // make_placer(name)->place() on the case, then one simulation of the result.
 PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options = {});
 

@@ -67,10 +67,7 @@ SearchOutcome anneal_search(const PlaceRequest& request, const AnnealOptions& op
   SimResult sim;
 
   Placement current = std::move(start);
-  std::vector<DeviceId> device_of_group(ng);
-  for (size_t g = 0; g < ng; ++g) {
-    device_of_group[g] = current[graph.group_ops(GroupId::from_index(g)).front()];
-  }
+  std::vector<DeviceId> device_of_group = groups_from_placement(graph, current);
   std::vector<uint32_t> position(ng);  // of each group in groups.order()
   for (size_t i = 0; i < ng; ++i) position[groups.order()[i].value()] = uint32_t(i);
   std::vector<GroupId> movable;
@@ -335,10 +332,7 @@ Relabelled relabel_search(const PlaceRequest& request, const Placement& start,
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
   };
   Relabelled out{.placement = start, .sim = start_sim};
-  std::vector<DeviceId> device_of_group(ng);
-  for (size_t g = 0; g < ng; ++g) {
-    device_of_group[g] = start[graph.group_ops(GroupId::from_index(g)).front()];
-  }
+  std::vector<DeviceId> device_of_group = groups_from_placement(graph, start);
   SimWorkspace workspace;
   SimResult sim;
   // The groups on `from` that allow `to` go there, and with `swap` those on `to` that allow

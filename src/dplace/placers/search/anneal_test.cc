@@ -239,12 +239,7 @@ TEST(AnnealPlacerTest, DefaultEvaluationsShrinkWithGraphSizeWithinBounds) {
 
 // anneal_from with no annealing moves, so that only its whole-device moves act.
 PlaceResult relabel_only(const PlacerCase& c, const Placement& start) {
-  PlaceRequest request;
-  request.graph = &c.graph();
-  request.cluster = &c.cluster();
-  request.costs = &c.costs();
-  request.simulator = &c.simulator();
-  return anneal_from(request, "given", start, AnnealOptions{.evaluations = 0});
+  return anneal_from(case_request(c), "given", start, AnnealOptions{.evaluations = 0});
 }
 
 // All on the CPU (21.5 s) and no single move out of it pays: the merge of the CPU's groups onto
