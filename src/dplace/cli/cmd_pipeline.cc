@@ -1,7 +1,6 @@
 // dplace pipeline GRAPH [--cluster C] [--objective throughput|latency] [--contiguous]
-//                       [--latency-method ilp|greedy] [--time-limit S] [--seed N] [--json] [-o
-//                       P.json]
-//                       [--trace T.json] [--dot F]
+//                       [--latency-method ilp|greedy] [--time-limit S] [--seed N] [--json]
+//                       [-o P.json] [--trace T.json] [--dot F]
 //
 // Pipeline partitioning of Tarnawski et al. (NeurIPS 2020), docs/pipeline.md:
 //  * --objective throughput --contiguous: the exact DP over ideals (minimum max-load);

@@ -5,7 +5,7 @@
 //    entry that is exactly the name of an op always means that op's output 0, so op names may
 //    themselves contain ':'.
 //  * `output_bytes` is a number (one output) or a non-empty list; absent means one output of 0
-//  bytes.
+//    bytes.
 //  * Fields the format does not define are kept, in Op::extra, and written back unchanged.
 //  * Errors are one line: "<file>: op '<name>': field '<field>': <problem>" for bad fields,
 //    "<file>: op '<name>': input '<text>': no op named '<x>'" for an unknown producer, and the

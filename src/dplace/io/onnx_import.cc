@@ -12,19 +12,18 @@
 //     are initializers, or are used only in weight slots such as Conv's W). Symbolic dims of data
 //     inputs are set from ImportOptions::dims; an unset one is an error naming it.
 //  4. Nodes are visited in topological order. Each runs ONNX's own type-and-shape inference
-//  function
-//     (schema->GetTypeAndShapeInferenceFunction()) with the known input types and the values of
-//     constant tensors. Nodes whose inputs are all constants (Constant, Shape, shape arithmetic,
-//     Identity of a weight) are folded: they become no op, and small integer/float results are
-//     evaluated here so that shapes computed in the graph (Reshape after Shape->Gather->Concat,
-//     Slice with computed ends) are known downstream. Identity, Dropout, Reshape, Flatten, Squeeze
-//     and Unsqueeze of a runtime tensor are aliases: no op, their consumers read the producer's
-//     tensor. Every other node becomes one op with flops and bytes from the formulas below.
+//     function (schema->GetTypeAndShapeInferenceFunction()) with the known input types and the
+//     values of constant tensors. Nodes whose inputs are all constants (Constant, Shape, shape
+//     arithmetic, Identity of a weight) are folded: they become no op, and small integer/float
+//     results are evaluated here so that shapes computed in the graph (Reshape after
+//     Shape->Gather->Concat, Slice with computed ends) are known downstream. Identity, Dropout,
+//     Reshape, Flatten, Squeeze and Unsqueeze of a runtime tensor are aliases: no op, their
+//     consumers read the producer's tensor. Every other node becomes one op with flops and bytes
+//     from the formulas below.
 //  5. Each initializer's bytes are charged once, to the first op (in topological order) that reads
 //     it directly or through folded nodes.
 //  6. With ImportOptions::training, the forward graph is expanded by expand_training
-//  (ir/training.h)
-//     into forward + backward + optimizer update ops, as the built-in models are.
+//     (ir/training.h) into forward + backward + optimizer update ops, as the built-in models are.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

@@ -10,8 +10,8 @@
 //  * topo_order() is Kahn's algorithm with ties broken by op index (file order), and is the
 //    deterministic "rank" the simulator uses for tie-breaks (docs/simulator.md);
 //  * every op belongs to exactly one colocation group: ops sharing a `colocate` name form one
-//  group,
-//    an op without one is a singleton group; groups are numbered by their first op's index.
+//    group, an op without one is a singleton group; groups are numbered by their first op's
+//    index.
 //
 // Thread safety: a built Graph is immutable and safe to share between threads.
 #pragma once

@@ -135,13 +135,12 @@ struct RlOptions {
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/chains/limited/
 // off), sole-consumer-limit, cap (lightest/communication), cap-transfer-scale, shared-weights
-// (merged/apart/alternate), levels, batch,
-// restart-patience, restart-entropy, imitation, samples, hidden, embedding, lr, clip, entropy,
-// entropy-final, entropy-samples, baseline-decay, oom-time, threads, chunk, checkpoint,
-// checkpoint-every, curve, init (none/expert), init-steps, measure-cmd, measure-timeout, polish,
-// polish-share,
-// polish-rounds, progress-seconds. Throws ConfigError for an unknown key or a bad value, naming
-// both, and for polish > 0 together with measure-cmd.
+// (merged/apart/alternate), levels, batch, restart-patience, restart-entropy, imitation, samples,
+// hidden, embedding, lr, clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time,
+// normalize, threads, chunk, checkpoint, checkpoint-every, curve, init (none/expert), init-steps,
+// measure-cmd, measure-timeout, polish, polish-share, polish-rounds, progress-seconds (docs/rl.md
+// has a table of them). Throws ConfigError for an unknown key or a bad value, naming both, and for
+// polish > 0 together with measure-cmd.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one policy update).
