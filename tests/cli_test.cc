@@ -95,6 +95,18 @@ TEST(CliTest, MissingFileIsOneLineExit2) {
   expect_one_line_error(run("info /nonexistent/graph.json"), "/nonexistent/graph.json");
 }
 
+TEST(CliTest, DirectoryGivenForAFileIsNamedAsOne) {
+  // An ifstream opens a directory and reads nothing, so these used to say "empty file".
+  const std::string dir = temp_dir().string();
+  const std::string expected = dir + ": is a directory, not a file";
+  expect_one_line_error(run("info " + dir), expected);
+  expect_one_line_error(run("place two_tower --cluster " + dir + " --placer expert"), expected);
+  expect_one_line_error(
+      run("simulate two_tower --cluster paper-k80x2 --placement " + dir), expected);
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer expert --placement " + dir), expected);
+}
+
 TEST(CliTest, UnknownPresetIsOneLineExit2) {
   expect_one_line_error(run("place two_tower --cluster nosuch --placer single-gpu"), "nosuch");
 }
@@ -108,15 +120,24 @@ TEST(CliTest, UsageErrorIsOneLineExit2) {
   expect_one_line_error(run("frobnicate"), "frobnicate");
 }
 
-TEST(CliTest, NonFiniteBudgetIsOneLineExit2) {
+TEST(CliTest, NonFiniteOrHugeTimeLimitIsOneLineExit2) {
   // NaN compares false with everything, so a plain `<= 0` check let it through (and the search
-  // then never stopped).
-  for (const char* budget : {"nan", "inf", "-1", "0"}) {
+  // then never stopped). --time-limit accepted inf and 1e300 and ran for ever; a finite 1e300
+  // overflowed the steady clock when turned into a deadline.
+  for (const char* seconds : {"nan", "inf", "-1", "0", "1e300", "1000001"}) {
     expect_one_line_error(run(std::string("place two_tower --cluster paper-k80x2 --placer anneal "
                                           "--budget-seconds ") +
-                              budget),
+                              seconds),
                           "--budget-seconds");
+    expect_one_line_error(
+        run(std::string("pipeline two_tower --cluster paper-k80x2 --time-limit ") + seconds),
+        "--time-limit");
   }
+  expect_one_line_error(run("pipeline two_tower --cluster paper-k80x2 --time-limit inf"),
+                        "--time-limit inf: expected a number of seconds in (0, 1000000]");
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer anneal --budget-seconds 1e300"),
+      "--budget-seconds 1e+300: expected a number of seconds in (0, 1000000]");
 }
 
 TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {

@@ -55,9 +55,7 @@ void run_pipeline(const PipelineArgs& args) {
   } else {
     throw ConfigError(fmt::format("--latency-method '{}': expected ilp or greedy", method));
   }
-  if (!(args.time_limit_s > 0)) {
-    throw ConfigError(fmt::format("--time-limit {}: must be positive", args.time_limit_s));
-  }
+  check_limit_seconds("--time-limit", args.time_limit_s);
   options.time_limit_s = args.time_limit_s;
   options.seed = args.seed;
 

@@ -1,7 +1,20 @@
 #include "dplace/core/error.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
+
+namespace dplace {
+
+void check_limit_seconds(const std::string& option, double seconds) {
+  if (!(seconds > 0 && seconds <= kMaxLimitSeconds)) {
+    throw ConfigError(fmt::format("{} {}: expected a number of seconds in (0, {}]", option, seconds,
+                                  kMaxLimitSeconds));
+  }
+}
+
+}  // namespace dplace
 
 namespace dplace::internal {
 

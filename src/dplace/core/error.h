@@ -39,6 +39,14 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// The longest wall-clock limit an option accepts, in seconds (about 11.6 days). Longer values,
+// infinity among them, would overflow the steady clock when turned into a deadline.
+inline constexpr double kMaxLimitSeconds = 1e6;
+
+// Throws ConfigError "<option> <value>: expected a number of seconds in (0, 1000000]" unless
+// 0 < seconds <= kMaxLimitSeconds (NaN fails). `option` names it as the user wrote it.
+void check_limit_seconds(const std::string& option, double seconds);
+
 namespace internal {
 
 // Streams the message of a failed check, then aborts in its destructor.

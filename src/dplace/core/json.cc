@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 
 namespace dplace {
 
@@ -87,6 +88,7 @@ Json parse_json_text(std::string_view text, const std::string& source) {
 }
 
 Json read_json_file(const std::string& path) {
+  reject_directory(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(fmt::format("{}: cannot open file", path));
   std::stringstream buffer;

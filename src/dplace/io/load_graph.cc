@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 #include "dplace/core/json.h"
 #include "dplace/io/dnn_partitioning.h"
 #include "dplace/io/graph_json.h"
@@ -72,6 +73,7 @@ bool looks_like_onnx(std::string_view head) {
 }
 
 std::string read_head(const std::string& path) {
+  reject_directory(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(path + ": cannot open (missing or unreadable file)");
   std::string head(kHeadBytes, '\0');

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 #include "dplace/io/importers.h"
 
 namespace dplace {
@@ -334,6 +335,7 @@ LoadedGraph build_graph(const std::string& path, const ProfileParser& profile, b
 }  // namespace
 
 LoadedGraph read_pipedream_file(const std::string& path, const ImportOptions& options) {
+  reject_directory(path);
   std::ifstream in(path);
   if (!in) throw FormatError(path + ": cannot open");
   ProfileParser parser(path);

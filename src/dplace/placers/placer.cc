@@ -34,10 +34,7 @@ PlaceResult Placer::place(const PlaceRequest& request) {
       << "PlaceRequest is missing graph, cluster, costs or simulator";
   DPLACE_CHECK(request.costs->num_ops() == request.graph->num_ops());
   DPLACE_CHECK(request.costs->num_devices() == request.cluster->num_devices());
-  if (!(request.budget_seconds > 0) || !std::isfinite(request.budget_seconds)) {
-    throw ConfigError(fmt::format("--budget-seconds must be a positive number of seconds, got {}",
-                                  request.budget_seconds));
-  }
+  check_limit_seconds("--budget-seconds", request.budget_seconds);
   if (!handles_missing_links()) {
     if (const std::optional<DevicePair> pair = request.cluster->first_unlinked_pair()) {
       throw ConfigError(fmt::format(

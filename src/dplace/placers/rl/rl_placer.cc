@@ -258,7 +258,12 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
              o.measure_cmd = non_empty(k, v, "a command containing {placement}");
            }},
           {"measure-timeout",
-           [&](auto& k, auto& v) { o.measure_timeout_s = parse_double(k, v, 0, true); }},
+           [&](auto& k, auto& v) {
+             o.measure_timeout_s = parse_double(k, v, 0, true);
+             if (o.measure_timeout_s > kMaxLimitSeconds) {
+               bad_param(k, v, fmt::format("a number of seconds in [0, {}]", kMaxLimitSeconds));
+             }
+           }},
           {"polish", [&](auto& k, auto& v) { o.polish_evaluations = parse_int(k, v, 0); }},
           {"polish-share",
            [&](auto& k, auto& v) {

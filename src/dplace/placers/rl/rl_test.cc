@@ -497,6 +497,9 @@ TEST(RlPlacerTest, OptionsAreValidated) {
   EXPECT_THROW(rl_options_from_params({{"lr", "fast"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"baseline-decay", "1"}}), ConfigError);
   EXPECT_THROW(rl_options_from_params({{"shared-weights", "together"}}), ConfigError);
+  // A timeout too long for the steady clock's deadline arithmetic (inf is refused as not finite).
+  EXPECT_THROW(rl_options_from_params({{"measure-timeout", "1e300"}}), ConfigError);
+  EXPECT_EQ(rl_options_from_params({{"measure-timeout", "0"}}).measure_timeout_s, 0);
   // An empty file name or command (an unset shell variable) used to turn the option off silently.
   for (const char* key : {"curve", "checkpoint", "measure-cmd"}) {
     EXPECT_THROW(rl_options_from_params({{key, ""}}), ConfigError) << key;
