@@ -101,8 +101,8 @@ TEST(CliTest, DirectoryGivenForAFileIsNamedAsOne) {
   const std::string expected = dir + ": is a directory, not a file";
   expect_one_line_error(run("info " + dir), expected);
   expect_one_line_error(run("place two_tower --cluster " + dir + " --placer expert"), expected);
-  expect_one_line_error(
-      run("simulate two_tower --cluster paper-k80x2 --placement " + dir), expected);
+  expect_one_line_error(run("simulate two_tower --cluster paper-k80x2 --placement " + dir),
+                        expected);
   expect_one_line_error(
       run("place two_tower --cluster paper-k80x2 --placer expert --placement " + dir), expected);
 }
@@ -194,6 +194,43 @@ TEST(CliTest, TrainingOnATrainingGraphNamesTheFile) {
                         graph.string() +
                             ": --training: graph 'trained': op 'grad/a' already has phase "
                             "'backward'; the graph is a training graph already");
+}
+
+TEST(CliTest, ImportOptionsAFileCannotUseAreNotIgnoredSilently) {
+  const std::string bert = data(
+      "workloads/msr-dnn-partitioning/latency-inputs/OperatorGraphs/"
+      "bert_l-3_inference.json");
+  // A dnn-partitioning file fixes its phases; both flags used to be dropped without a word.
+  for (const char* flag : {"--training", "--inference"}) {
+    expect_one_line_error(run("info " + bert + " " + flag),
+                          bert +
+                              ": --training/--inference do not apply to a dnn-partitioning "
+                              "workload");
+  }
+  // --inference on a file holding a training graph would have placed the whole step.
+  const fs::path trained = temp_dir() / "trained_for_inference.json";
+  std::ofstream(trained) << R"({"format": "dplace.graph/1", "name": "trained", "ops": [
+      {"name": "a", "type": "MatMul", "flops": 1e9, "output_bytes": 1000, "param_bytes": 64},
+      {"name": "grad/a", "type": "MatMul", "inputs": ["a"], "flops": 1e9, "output_bytes": 64,
+       "phase": "backward"}]})";
+  expect_one_line_error(run("info " + trained.string() + " --inference"),
+                        trained.string() +
+                            ": --inference: graph 'trained': op 'grad/a' has "
+                            "phase 'backward'; the file holds a training graph");
+  // --dim on a file without symbolic dimensions is a warning, as on a PipeDream profile.
+  const RunResult dim_on_json = run("info " + data("cli/chain.json") + " --dim batch=2");
+  EXPECT_EQ(dim_on_json.exit_code, 0) << dim_on_json.err;
+  EXPECT_NE(dim_on_json.err.find("--dim has no effect on a dplace.graph/1 graph"),
+            std::string::npos)
+      << dim_on_json.err;
+  const RunResult dim_on_dnn = run("info " + bert + " --dim batch=2");
+  EXPECT_EQ(dim_on_dnn.exit_code, 0) << dim_on_dnn.err;
+  EXPECT_NE(dim_on_dnn.err.find("--dim has no effect on a dnn-partitioning workload"),
+            std::string::npos)
+      << dim_on_dnn.err;
+  // A dimension given twice used to keep the last value.
+  expect_one_line_error(run("info " + data("onnx/resnet50.onnx") + " --dim batch=2 --dim batch=3"),
+                        "--dim 'batch=3': dimension 'batch' is already set to 2");
 }
 
 TEST(CliTest, OpTheClusterCannotRunNamesTheGraphFile) {

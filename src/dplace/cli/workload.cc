@@ -64,7 +64,11 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) 
     if (eq == std::string::npos || eq == 0 || ec != std::errc() || ptr != last || value <= 0) {
       throw ConfigError(fmt::format("--dim '{}': expected name=positive-integer", d));
     }
-    out[d.substr(0, eq)] = value;
+    const auto [it, inserted] = out.emplace(d.substr(0, eq), value);
+    if (!inserted) {
+      throw ConfigError(
+          fmt::format("--dim '{}': dimension '{}' is already set to {}", d, it->first, it->second));
+    }
   }
   return out;
 }

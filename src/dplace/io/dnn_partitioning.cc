@@ -278,8 +278,19 @@ LoadedGraph dnn_partitioning_to_graph(const DnnPartitioningFile& file) {
 }
 
 LoadedGraph read_dnn_partitioning_file(const std::string& path, const ImportOptions& options) {
-  (void)options;  // the file fixes the phases and the cluster
-  return dnn_partitioning_to_graph(read_dnn_partitioning_raw(path));
+  // The file fixes the phases (isBackwardNode) and the measured times: there is nothing for
+  // --training or --inference to choose, and no symbolic dimension for --dim to set.
+  if (options.training) {
+    throw ConfigError(fmt::format(
+        "{}: --training/--inference do not apply to a dnn-partitioning workload, which is read "
+        "as written (its isBackwardNode fields give the phases)",
+        path));
+  }
+  LoadedGraph loaded = dnn_partitioning_to_graph(read_dnn_partitioning_raw(path));
+  if (!options.dims.empty()) {
+    loaded.warnings.push_back(path + ": --dim has no effect on a dnn-partitioning workload");
+  }
+  return loaded;
 }
 
 DnnPartitioningSplit read_dnn_partitioning_split(const std::string& path) {

@@ -9,6 +9,8 @@
 //   a protobuf ModelProto    ONNX (first byte is the tag of a ModelProto field: 0x08 ir_version,
 //   tag, or a .onnx name     0x12 producer_name, ..., 0x3a graph). A file named *.onnx always goes
 //                            to the ONNX reader, so a damaged one gets the ONNX reader's message.
+#include <fmt/format.h>
+
 #include <array>
 #include <fstream>
 #include <string>
@@ -96,7 +98,23 @@ LoadedGraph load_json(const std::string& path, const ImportOptions& options) {
           throw GraphError(path + ": --training: " + e.what());
         }
       }
-      return LoadedGraph{std::move(graph), std::nullopt, {}, kGraphFormat};
+      if (options.training == false) {
+        // Taking the forward part out of a training graph is not implemented: refuse rather
+        // than place the whole step while the user believes it is the forward pass.
+        for (const Op& op : graph.ops()) {
+          if (op.phase != Phase::kBackward && op.phase != Phase::kUpdate) continue;
+          throw ConfigError(fmt::format(
+              "{}: --inference: graph '{}': op '{}' has phase '{}'; the file holds a training "
+              "graph, which is read as written (drop --inference)",
+              path, graph.name(), op.name, phase_name(op.phase)));
+        }
+      }
+      LoadedGraph loaded{std::move(graph), std::nullopt, {}, kGraphFormat};
+      if (!options.dims.empty()) {
+        loaded.warnings.push_back(path + ": --dim has no effect on a " + kGraphFormat +
+                                  " graph (its sizes are given in bytes)");
+      }
+      return loaded;
     }
     throw FormatError(
         path + ": field 'format': " +
