@@ -118,6 +118,7 @@ Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(
       }
     }
   }
+  std::vector<uint8_t> given(n * n, 0);  // directions set by a links entry
   for (const LinkSpec& l : spec_.links) {
     const std::string what = fmt::format("link '{}' -> '{}'", l.from, l.to);
     auto from = find_device(l.from);
@@ -127,12 +128,21 @@ Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(
     if (*from == *to)
       throw ConfigError(fmt::format("{}: {}: joins a device to itself", origin, what));
     check_link(l.link, origin, what);
-    links_[from->value() * n + to->value()] = l.link;
-    has_link_[from->value() * n + to->value()] = 1;
-    if (!l.directed) {
-      links_[to->value() * n + from->value()] = l.link;
-      has_link_[to->value() * n + from->value()] = 1;
-    }
+    // Each direction may be given by one entry only: a second one used to replace the first
+    // without a word (default_link, by contrast, is meant to be overridden).
+    auto set = [&](DeviceId a, DeviceId b) {
+      const size_t at = a.value() * n + b.value();
+      if (given[at]) {
+        throw ConfigError(fmt::format(
+            "{}: {}: the direction '{}' -> '{}' is already given by an earlier links entry", origin,
+            what, device(a).name, device(b).name));
+      }
+      given[at] = 1;
+      links_[at] = l.link;
+      has_link_[at] = 1;
+    };
+    set(*from, *to);
+    if (!l.directed) set(*to, *from);
   }
 }
 

@@ -180,6 +180,10 @@ TEST(ClusterJsonTest, MalformedFilesGiveOneLineMessages) {
       {"negative_latency.json",
        "link '/cpu:0' -> '/gpu:0': field 'latency_s': must be non-negative, got -1e-05"},
       {"self_link.json", "link '/gpu:0' -> '/gpu:0': joins a device to itself"},
+      // An undirected link sets both directions; a later entry used to replace one silently.
+      {"duplicate_link.json",
+       "link '/gpu:0' -> '/cpu:0': the direction '/gpu:0' -> '/cpu:0' is already given by an "
+       "earlier links entry"},
       {"zero_default_link.json",
        "default_link: field 'bandwidth_bytes_per_s': must be positive, got -5"},
       {"negative_peak_flops.json",

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
+#include <vector>
 
 #include "dplace/core/error.h"
 #include "dplace/core/files.h"
@@ -63,12 +65,68 @@ void check_nesting_depth(std::string_view text, const std::string& source) {
   }
 }
 
+// A parser callback that refuses an object naming the same key twice. nlohmann keeps the last
+// value without a word, so a placement assigning an op twice, or a graph op with two "flops", was
+// read as if the earlier entry were not there.
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& source) : source_(source) {}
+
+  bool operator()(int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        frames_.push_back(Frame{.object = true, .name = inner_name(), .keys = {}, .last_key = {}});
+        break;
+      case Json::parse_event_t::array_start:
+        frames_.push_back(Frame{.object = false, .name = inner_name(), .keys = {}, .last_key = {}});
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        frames_.pop_back();
+        break;
+      case Json::parse_event_t::key: {
+        Frame& frame = frames_.back();
+        frame.last_key = parsed.get<std::string>();
+        if (!frame.keys.insert(frame.last_key).second) {
+          throw FormatError(fmt::format("{}: {}: key '{}' appears twice in one object", source_,
+                                        frame.name.empty() ? "top level" : frame.name,
+                                        frame.last_key));
+        }
+        break;
+      }
+      case Json::parse_event_t::value:
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool object = false;
+    std::string name;  // "assignment", "ops[]: inputs[]": where the error says the key is
+    std::unordered_set<std::string> keys;
+    std::string last_key;
+  };
+
+  // The name of a container that starts now, inside the current one.
+  std::string inner_name() const {
+    if (frames_.empty()) return "";
+    const Frame& outer = frames_.back();
+    const std::string own = outer.object ? "'" + outer.last_key + "'" : "[]";
+    if (outer.name.empty()) return own;
+    return outer.object ? outer.name + ": " + own : outer.name + own;
+  }
+
+  const std::string& source_;
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 Json parse_json_text(std::string_view text, const std::string& source) {
   check_nesting_depth(text, source);
   try {
-    return Json::parse(text.begin(), text.end());
+    return Json::parse(text.begin(), text.end(), DuplicateKeyCheck(source));
   } catch (const Json::out_of_range& e) {
     // A number beyond double's range, e.g. 1e400 ("number overflow parsing '1e400'").
     std::string what = e.what();

@@ -79,6 +79,18 @@ TEST(JsonTest, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_NO_THROW(parse_json_text(nested, "ok.json"));
 }
 
+TEST(JsonTest, AKeyGivenTwiceInOneObjectIsRefused) {
+  EXPECT_EQ(message_of([] { parse_json_text(R"({"a": 1, "a": 2})", "k.json"); }),
+            "k.json: top level: key 'a' appears twice in one object");
+  EXPECT_EQ(message_of([] {
+              parse_json_text(R"({"links": [{"from": "x"}, {"to": "y", "to": "z"}]})", "k.json");
+            }),
+            "k.json: 'links'[]: key 'to' appears twice in one object");
+  // The same key in sibling objects, or in an object and the one inside it, is fine.
+  const Json ok = parse_json_text(R"({"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]})", "ok.json");
+  EXPECT_EQ(ok.at("b").at(1).at("a").get<int>(), 2);
+}
+
 TEST(JsonTest, MissingFileIsReported) {
   EXPECT_EQ(message_of([] { read_json_file("/nonexistent/x.json"); }),
             "/nonexistent/x.json: cannot open file");

@@ -195,6 +195,7 @@ TEST(GraphJsonTest, MalformedFilesGiveOneLineMessages) {
       {"unknown_input.json", "op 'y': input 'zz': no op named 'zz'"},
       {"unknown_input_with_index.json", "op 'y': input 'zz:1': no op named 'zz'"},
       {"duplicate_op.json", "op 'mm': duplicate op name"},
+      {"duplicate_field.json", "'ops'[]: key 'flops' appears twice in one object"},
       {"bad_output_index.json", "op 'y': input 'mm:2': op 'mm' has only 2 output(s)"},
       {"negative_flops.json", "op 'mm': field 'flops': must be non-negative, got -5"},
       {"negative_output_bytes.json",

@@ -75,6 +75,8 @@ TEST_F(PlacementJsonTest, MalformedFilesGiveOneLineMessages) {
        "assignment: op 'mm': unknown device '/gpu:7' (devices of cluster 'tiny-box': /cpu:0, "
        "/gpu:0)"},
       {"unknown_op.json", "assignment: unknown op 'zz' (not in graph 'tiny')"},
+      // nlohmann keeps the last of two equal keys; the first assignment used to vanish.
+      {"duplicate_op.json", "'assignment': key 'mm' appears twice in one object"},
       {"device_not_string.json", "assignment: op 'x': expected a device name"},
       {"assignment_not_object.json",
        "field 'assignment': expected an object mapping op name to device name"},
