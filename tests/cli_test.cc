@@ -80,6 +80,24 @@ TEST(CliTest, PlaceWritesAPlacementThatSimulatesIdentically) {
   EXPECT_NE(read_all(dot).find("digraph"), std::string::npos);
 }
 
+TEST(CliTest, CompareWritesTheBestPlacement) {
+  // -o was documented for compare but refused by the option parser.
+  const std::string out = (temp_dir() / "best.placement.json").string();
+  const RunResult compared = run(
+      "compare two_tower --cluster paper-k80x2 --placers single-gpu,heft,expert --json -o " + out);
+  ASSERT_EQ(compared.exit_code, 0) << compared.err;
+  const Json c = Json::parse(compared.out);
+  double best_s = 0;
+  for (const Json& row : c["rows"]) {
+    if (row["placer"] == c["best"]) best_s = row["step_time_s"].get<double>();
+  }
+  ASSERT_GT(best_s, 0);
+  const RunResult simulated =
+      run("simulate two_tower --cluster paper-k80x2 --placement " + out + " --json");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_EQ(Json::parse(simulated.out)["step_time_s"].get<double>(), best_s);
+}
+
 TEST(CliTest, SameInputsGiveBitIdenticalResults) {
   RunResult a = run("compare two_tower --cluster paper-k80x4 --json");
   RunResult b = run("compare two_tower --cluster paper-k80x4 --json");
@@ -339,6 +357,13 @@ TEST(CliTest, EmptyNamesAndRepeatedPlacersAreRefused) {
       "--budget-seconds: empty value: expected a number of seconds");
   expect_one_line_error(run("pipeline two_tower --cluster paper-k80x2 --time-limit ''"),
                         "--time-limit: empty value: expected a number of seconds");
+  // CLI11's delimiter dropped empty items: "heft," ran heft alone without a word.
+  for (const char* list : {"heft,", "heft,,metis", ",heft", ""}) {
+    expect_one_line_error(
+        run(std::string("compare two_tower --cluster paper-k80x2 --placers '") + list + "'"),
+        std::string("--placers '") + list +
+            "': empty placer name (expected comma-separated names)");
+  }
   // A placer named twice used to run twice, as two identical rows.
   expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --placers heft,expert,heft"),
                         "--placers: 'heft' is named twice");

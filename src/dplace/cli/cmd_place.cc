@@ -3,7 +3,8 @@
 //                [--groups N] [--samples N] [--checkpoint P] [--curve F.csv] [--measure-cmd C]
 //                (the rl placer's run controls; each is the same as --param KEY=VALUE)
 // dplace compare GRAPH --cluster C [--placers a,b,...] [--seed N] [--budget-seconds S]
-//                [--json|--csv] [--trace T.json] [--dot F]   (files for the best placement)
+//                [--json|--csv] [-o P.json] [--trace T.json] [--dot F]   (files for the best
+//                placement)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -346,9 +347,28 @@ void add_place_commands(CLI::App& app) {
   auto compare = std::make_shared<CompareArgs>();
   CLI::App* cmp = app.add_subcommand("compare", "run several placers and compare them");
   add_search_options(cmp, compare->search);
-  cmp->add_option("--placers", compare->placers, "comma-separated placer names")->delimiter(',');
+  // Split by hand: CLI11's delimiter drops empty items, so "heft," or "heft,,metis" ran without
+  // a word about the missing name.
+  cmp->add_option_function<std::string>(
+         "--placers",
+         [compare](const std::string& list) {
+           size_t begin = 0;
+           while (true) {
+             const size_t comma = std::min(list.find(',', begin), list.size());
+             const std::string name = list.substr(begin, comma - begin);
+             if (name.empty()) {
+               throw ConfigError(fmt::format(
+                   "--placers '{}': empty placer name (expected comma-separated names)", list));
+             }
+             compare->placers.push_back(name);
+             if (comma == list.size()) break;
+             begin = comma + 1;
+           }
+         },
+         "comma-separated placer names")
+      ->type_name("LIST");
   cmp->add_flag("--csv", compare->csv, "print CSV");
-  add_output_options(cmp, compare->out, false);
+  add_output_options(cmp, compare->out, true);
   cmp->callback([compare] { run_compare(*compare); });
 }
 
