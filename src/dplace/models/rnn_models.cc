@@ -449,11 +449,11 @@ std::vector<ModelEntry> rnn_models() {
   out.push_back(
       nmt_entry(kGnmt4,
                 "GNMT-style NMT: bidirectional bottom encoder layer, residuals, attention "
-                "(batch 64, 4 layers of 1024 per side, seq 40, vocab 32000)"));
+                "(batch 64, 4 layers (--layers) of 1024 per side, seq 40, vocab 32000)"));
   out.push_back(
       nmt_entry(kGnmt8,
                 "GNMT-style NMT: bidirectional bottom encoder layer, residuals, attention "
-                "(batch 64, 8 layers of 1024 per side, seq 40, vocab 32000)"));
+                "(batch 64, 8 layers (--layers) of 1024 per side, seq 40, vocab 32000)"));
   return out;
 }
 
