@@ -122,10 +122,15 @@ PipelineProblem pipeline_problem_from_graph(const Graph& graph, const Cluster& c
   for (size_t d = 0; d < num_devices; ++d) {
     const DeviceId id = DeviceId::from_index(d);
     const Device& dev = cluster.device(id);
-    TypeKey key{dev.kind, dev.memory_bytes, {}, partner_link[d].has_value(), 0, 0};
+    // A CPU pays no communication (PipelineDeviceType::pays_communication), so its partner link
+    // is not part of its type: the host CPU's partner is an accelerator and the other CPUs' is
+    // the host, which used to split identical CPUs into two types.
+    const bool pays_communication = dev.kind != DeviceKind::kCpu;
+    const bool keyed_link = pays_communication && partner_link[d].has_value();
+    TypeKey key{dev.kind, dev.memory_bytes, {}, keyed_link, 0, 0};
     key.times.reserve(num_ops);
     for (size_t i = 0; i < num_ops; ++i) key.times.push_back(costs.time_s(OpId::from_index(i), id));
-    if (partner_link[d]) {
+    if (keyed_link) {
       key.bandwidth = partner_link[d]->bandwidth_bytes_per_s;
       key.latency = partner_link[d]->latency_s;
     }
@@ -134,7 +139,7 @@ PipelineProblem pipeline_problem_from_graph(const Graph& graph, const Cluster& c
       PipelineDeviceType type;
       type.name = std::string(device_kind_name(dev.kind));
       type.memory_cap_bytes = static_cast<double>(dev.memory_bytes);
-      type.pays_communication = dev.kind != DeviceKind::kCpu;
+      type.pays_communication = pays_communication;
       p.types.push_back(std::move(type));
     }
     const int t = it->second;

@@ -178,6 +178,34 @@ TEST(PipelineProblemTest, FromGraphGroupsIdenticalDevicesAndUsesLinksForCommunic
   EXPECT_DOUBLE_EQ(p.tensors[0].comm_s[0], 0.0);
 }
 
+TEST(PipelineProblemTest, IdenticalCpusAreOneTypeWhateverTheirPartnerLink) {
+  // The host CPU's partner is an accelerator, the other CPUs' is the host; CPUs pay no
+  // communication, so the link must not split them (it made types "cpu@/cpu:0" and "cpu@/cpu:1").
+  GraphBuilder b("g", "test");
+  b.add_op({.name = "x", .output_bytes = {1000}, .time_s = {{"accel", 0.5}, {"cpu", 2.0}}});
+  const Graph g = std::move(b).build();
+  ClusterSpec spec;
+  spec.name = "c";
+  for (const char* name : {"/accel:0", "/cpu:0", "/cpu:1", "/cpu:2"}) {
+    Device d;
+    d.name = name;
+    d.kind = name[1] == 'c' ? DeviceKind::kCpu : DeviceKind::kAccel;
+    d.peak_flops = 1e12;
+    d.mem_bandwidth_bytes_per_s = 1e11;
+    d.memory_bytes = 1 << 20;
+    spec.devices.push_back(d);
+  }
+  spec.links.push_back({"/cpu:0", "/accel:0", Link{1e3, 0.5}, false});
+  spec.default_link = Link{1e9, 0};
+  const Cluster cluster(spec, "test");
+  const CostTable costs(g, cluster);
+  const PipelineProblem p = pipeline_problem_from_graph(g, cluster, costs);
+  ASSERT_EQ(p.types.size(), 2u);
+  EXPECT_EQ(p.types[0].name, "accel");
+  EXPECT_EQ(p.types[1].name, "cpu");
+  EXPECT_EQ(p.types[1].count, 3);
+}
+
 TEST(PipelineProblemTest, ExtraCommCostOverridesTheLink) {
   GraphBuilder b("g", "test");
   Op x{.name = "x", .output_bytes = {1000}};
