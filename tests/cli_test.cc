@@ -251,6 +251,24 @@ TEST(CliTest, ImportOptionsAFileCannotUseAreNotIgnoredSilently) {
                         "--dim 'batch=3': dimension 'batch' is already set to 2");
 }
 
+TEST(CliTest, InputWarningsWaitUntilTheInputsAreChecked) {
+  // bert24_training gives two tensors two sizes: a warning, which used to be printed before the
+  // error of a bad placement, so the failure was two lines.
+  const std::string bert = data(
+      "workloads/msr-dnn-partitioning/throughput-inputs/LayerGraphs/"
+      "bert24_training.json");
+  const fs::path empty = temp_dir() / "empty_assignment.json";
+  std::ofstream(empty) << R"({"format": "dplace.placement/1", "assignment": {}})";
+  expect_one_line_error(run("simulate " + bert + " --placement " + empty.string()),
+                        "and 63 more of the 64 ops have no device");
+  // On success the warning is still printed.
+  const RunResult info = run("info " + bert);
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.err.find("dplace: warning: " + bert + ": 2 out-edges give their source"),
+            std::string::npos)
+      << info.err;
+}
+
 TEST(CliTest, OpTheClusterCannotRunNamesTheGraphFile) {
   const fs::path graph = temp_dir() / "accel_only.json";
   std::ofstream(graph) << R"({"format": "dplace.graph/1", "name": "g", "ops": [

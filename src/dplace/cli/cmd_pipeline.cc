@@ -87,6 +87,7 @@ void run_pipeline(const PipelineArgs& args) {
     }
   }
   // Warnings come after the last error this command can raise, so a failure stays one line.
+  print_input_warnings();
   for (const std::string& w : problem.warnings) fmt::print(stderr, "dplace: warning: {}\n", w);
   if (!not_simulated.empty()) {
     fmt::print(stderr, "dplace: warning: cluster '{}': the split is not simulated: {}\n",

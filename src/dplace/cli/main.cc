@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dplace/cli/commands.h"
+#include "dplace/cli/workload.h"
 #include "dplace/core/error.h"
 
 namespace {
@@ -66,11 +67,15 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "dplace: {} (see dplace --help)\n", one_line(e.what()));
     return 2;
   } catch (const dplace::Error& e) {
+    // Bad input is one line: warnings about inputs not yet printed are dropped with the run.
+    dplace::cli::drop_input_warnings();
     fmt::print(stderr, "dplace: {}\n", one_line(e.what()));
     return 2;
   } catch (const std::bad_alloc&) {
+    dplace::cli::drop_input_warnings();
     fmt::print(stderr, "dplace: out of host memory\n");
     return 3;
   }
+  dplace::cli::print_input_warnings();
   return 0;
 }

@@ -53,6 +53,26 @@ void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help) {
 
 namespace {
 
+std::vector<std::string>& waiting_input_warnings() {
+  static std::vector<std::string> waiting;
+  return waiting;
+}
+
+}  // namespace
+
+void defer_input_warning(std::string line) { waiting_input_warnings().push_back(std::move(line)); }
+
+void print_input_warnings() {
+  for (const std::string& line : waiting_input_warnings()) {
+    fmt::print(stderr, "dplace: warning: {}\n", line);
+  }
+  waiting_input_warnings().clear();
+}
+
+void drop_input_warnings() { waiting_input_warnings().clear(); }
+
+namespace {
+
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
   std::map<std::string, int64_t> out;
   for (const std::string& d : dims) {
@@ -108,9 +128,7 @@ Workload load_workload(const GraphArgs& args) {
   if (args.training) options.training = true;
   if (args.inference) options.training = false;
   LoadedGraph loaded = load_graph_file(args.spec, options);
-  for (const std::string& warning : loaded.warnings) {
-    fmt::print(stderr, "dplace: warning: {}\n", warning);
-  }
+  for (std::string& warning : loaded.warnings) defer_input_warning(std::move(warning));
   w.graph = std::move(loaded.graph);
   w.implied_cluster = std::move(loaded.implied_cluster);
   w.format = loaded.format;

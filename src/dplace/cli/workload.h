@@ -49,8 +49,17 @@ struct Workload {
   std::string path;                   // the file read; empty for built-in models
 };
 
-// Builds or reads the graph; import warnings go to stderr, one line each.
+// Builds or reads the graph; import warnings wait in the input-warning queue below.
 Workload load_workload(const GraphArgs& args);
+
+// Warnings about the inputs (an importer's notes on a file) wait until every input has been read
+// and checked, so bad input still gives exactly one line on stderr. A command calls
+// print_input_warnings() just before its work begins (a search or solve); main prints those still
+// waiting when the command returns and drops them when it fails with a dplace::Error. Each is
+// printed as "dplace: warning: LINE". Not thread-safe: the command line is single-threaded here.
+void defer_input_warning(std::string line);
+void print_input_warnings();
+void drop_input_warnings();
 
 // Everything a command needs to evaluate placements of one graph on one cluster. Owns the graph
 // and cluster; the cost table and simulator refer to them, so a Session is never moved.

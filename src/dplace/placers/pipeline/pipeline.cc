@@ -44,10 +44,10 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
   if (!dp.feasible) {
     plan.feasible = false;
     plan.infeasible_reason = "no contiguous split fits the memory caps and allowed device types";
-    if (opt.contiguous) return;
   }
   if (opt.contiguous) {
     plan.method = dp.num_ideals > 0 ? "ideal-dp" : "chain-dp";
+    if (!dp.feasible) return;
     plan.device_of_node = device_of_nodes(dag, dp.device_of_unit);
     plan.optimal = dp.optimal;
     evaluate_plan(p, plan);
@@ -341,11 +341,22 @@ Json pipeline_plan_to_json(const PipelineProblem& p, const PipelinePlan& plan) {
 std::string pipeline_plan_table(const PipelineProblem& p, const PipelinePlan& plan) {
   std::string out;
   const std::string objective(pipeline_objective_name(plan.objective));
-  out += fmt::format("pipeline plan for '{}': objective {}{}, method {}\n", p.name, objective,
-                     plan.objective == PipelineObjective::kThroughput
-                         ? (plan.contiguous ? " (contiguous split)" : " (non-contiguous split)")
-                         : "",
-                     plan.method);
+  // What was searched, then (where the search allowed both) what was found: "(contiguous
+  // split)" alone used to read as the request on a run of the non-contiguous program.
+  std::string scope;
+  if (plan.objective == PipelineObjective::kThroughput) {
+    if (plan.method != "ilp-cbc") {
+      scope = " (contiguous splits only)";
+    } else {
+      scope = " (any split)";
+      if (plan.feasible) {
+        scope += plan.contiguous ? "; the split found is contiguous"
+                                 : "; the split found is non-contiguous";
+      }
+    }
+  }
+  out += fmt::format("pipeline plan for '{}': objective {}, method {}{}\n", p.name, objective,
+                     plan.method, scope);
   if (!plan.feasible) {
     out += fmt::format("no feasible split: {}\n", plan.infeasible_reason);
     return out;
