@@ -378,16 +378,23 @@ std::string pipeline_plan_table(const PipelineProblem& p, const PipelinePlan& pl
   out += "\n";
   if (!plan.note.empty()) out += "note: " + plan.note + "\n";
   const bool latency = plan.objective == PipelineObjective::kLatency;
-  out += fmt::format("{:<14} {:<8} {:>11} {:>11} {:>10} {:>22} {:>6}{}\n", "device", "type",
-                     "load ms", "compute ms", "comm ms", "memory", "ops",
+  // Columns as wide as the longest name ("gpu@/gpu:2" types used to push the row out of line).
+  size_t name_width = 14, type_width = 8;
+  for (const PipelineDevicePlan& d : plan.devices) {
+    name_width = std::max(name_width, d.name.size());
+    type_width = std::max(type_width, d.type.size());
+  }
+  out += fmt::format("{:<{}} {:<{}} {:>11} {:>11} {:>10} {:>22} {:>6}{}\n", "device", name_width,
+                     "type", type_width, "load ms", "compute ms", "comm ms", "memory", "ops",
                      latency ? "   start ms  finish ms" : "");
   for (const PipelineDevicePlan& d : plan.devices) {
     std::string memory = format_bytes(d.memory_bytes);
     if (std::isfinite(d.memory_cap_bytes) && d.memory_cap_bytes > 0) {
       memory += fmt::format(" ({:.0f}%)", 100 * d.memory_bytes / d.memory_cap_bytes);
     }
-    out += fmt::format("{:<14} {:<8} {:>11.4f} {:>11.4f} {:>10.4f} {:>22} {:>6}", d.name, d.type,
-                       d.load_s * 1e3, d.compute_s * 1e3, d.comm_s * 1e3, memory, d.nodes.size());
+    out += fmt::format("{:<{}} {:<{}} {:>11.4f} {:>11.4f} {:>10.4f} {:>22} {:>6}", d.name,
+                       name_width, d.type, type_width, d.load_s * 1e3, d.compute_s * 1e3,
+                       d.comm_s * 1e3, memory, d.nodes.size());
     if (latency && d.start_s) {
       out += fmt::format(" {:>10.4f} {:>10.4f}", *d.start_s * 1e3, *d.finish_s * 1e3);
     }
