@@ -12,6 +12,10 @@
 
 namespace dplace {
 
+// One step of SplitMix64: advances `state` and returns a well-mixed 64-bit value. Also used on
+// its own where a fixed stream of hash keys is needed.
+uint64_t splitmix64(uint64_t& state);
+
 class Rng {
  public:
   explicit Rng(uint64_t seed);
