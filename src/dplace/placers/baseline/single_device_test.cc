@@ -132,6 +132,18 @@ TEST(PlacerRegistryTest, UnlinkedDevicesAreRefusedOrAvoided) {
   }
 }
 
+// A graph of one op leaves nothing to partition; every placer that chooses still puts it on the
+// faster device (metis used to leave it on the first device listed, the CPU).
+TEST(PlacerRegistryTest, EveryChoosingPlacerPutsALoneOpOnTheFasterDevice) {
+  auto c = lone_op_case();
+  for (const PlacerInfo& p : list_placers()) {
+    if (p.name == "expert" || p.name == "single-cpu") continue;
+    SCOPED_TRACE(p.name);
+    const PlacerRun run = run_placer(*c, p.name, {.budget_seconds = 5});
+    EXPECT_DOUBLE_EQ(run.sim.step_time_s, c->optimum_s()) << describe(*c, run.result.placement);
+  }
+}
+
 TEST(PlacerRegistryTest, UnknownNameIsAConfigErrorListingTheKnownOnes) {
   try {
     make_placer("simulated-anealing");

@@ -164,6 +164,13 @@ std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb) {
       heavy_params_gb > 16 ? 10.0 : 1.0);
 }
 
+std::unique_ptr<PlacerCase> lone_op_case() {
+  GraphBuilder b("lone_op", "test");
+  b.add_op(timed("mm", {}, 1.0, 10.0, 4));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(), make_cluster("cpu-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB)}), 1.0);
+}
+
 PlaceRequest case_request(const PlacerCase& c) {
   PlaceRequest request;
   request.graph = &c.graph();

@@ -17,6 +17,8 @@
 //    and light (0.2 s / 0.8 s). Optimum 1 s: heavy on the GPU, light on the CPU (both on the GPU
 //    1.2 s). With heavy_params_gb above 16, heavy no longer fits on the GPU: optimum 10 s, heavy
 //    on the CPU and light on the GPU.
+//  * lone_op: /cpu:0 listed before /gpu:0, and one op (1 s on the GPU, 10 s on the CPU). Optimum
+//    1 s; a placer that leaves an unpartitioned graph on the first device gets 10 s.
 //
 // Thread safety: a PlacerCase is immutable after construction.
 #pragma once
@@ -64,6 +66,7 @@ std::unique_ptr<PlacerCase> oversubscribed_gpu_with_cpu_case();
 std::unique_ptr<PlacerCase> colocation_case();
 std::unique_ptr<PlacerCase> cpu_only_case();
 std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb = 0);
+std::unique_ptr<PlacerCase> lone_op_case();
 
 struct PlacerRun {
   PlaceResult result;

@@ -4,6 +4,7 @@
 #include <metis.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 
@@ -81,6 +82,12 @@ class MetisPlacer final : public Placer {
           &nvtxs, &ncon, problem.xadj.data(), problem.adjncy.data(), problem.vwgt.data(), nullptr,
           problem.adjwgt.data(), &nparts, tpwgts.data(), &ubvec, options, &objval, part.data());
       DPLACE_CHECK(status == METIS_OK) << "METIS_PartGraphKway returned " << status;
+    } else if (nvtxs == 1) {
+      // Nothing to partition: the one vertex goes to the target of the largest share (the
+      // fastest device), not to the first target.
+      part[0] =
+          int32_t(std::max_element(problem.target_weight.begin(), problem.target_weight.end()) -
+                  problem.target_weight.begin());
     }
     return place_groups_with_repair(request, groups,
                                     assign_parts(problem, groups, *request.costs, part), "");
