@@ -30,7 +30,14 @@ class RlPlacer final : public Placer {
 
     PlaceRequest learn = request;
     learn.budget_seconds = request.budget_seconds * (1 - options.polish_share);
-    const PlaceResult learned = rl::run_rl(learn, options).result;
+    const rl::RlRun run = rl::run_rl(learn, options);
+    const PlaceResult& learned = run.result;
+    // An enumerated space of colocation groups is the annealing's whole space too.
+    if (run.enumerated > 0 && run.base_groups == run.colocation_groups) {
+      PlaceResult exact = learned;
+      exact.note += "; no polishing (the annealing's moves are of the same groups)";
+      return exact;
+    }
 
     const auto polish_start = std::chrono::steady_clock::now();
     PlaceRequest refine = request;

@@ -216,6 +216,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"restart-entropy",
            [&](auto& k, auto& v) { o.restart_entropy = parse_double(k, v, 0, false); }},
           {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
+          {"enumerate", [&](auto& k, auto& v) { o.enumerate = parse_int(k, v, 0, 1 << 20); }},
           {"hidden",
            [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1, 4096)); }},
           {"embedding",
@@ -643,9 +644,50 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     policy->save(options.checkpoint, s);
   };
 
+  // A small space is enumerated (RlOptions::enumerate): every placement of the base groups, in
+  // mixed-radix order over each group's allowed devices, evaluated in batches of K.
+  {
+    std::vector<std::vector<int32_t>> choices(static_cast<size_t>(G_base));
+    int64_t space = 1;
+    for (int g = 0; g < G_base && space <= options.enumerate; ++g) {
+      for (int d = 0; d < D; ++d) {
+        if (base_features.allowed[static_cast<size_t>(g) * D + d]) choices[g].push_back(d);
+      }
+      space *= static_cast<int64_t>(choices[g].size());
+    }
+    if (space <= options.enumerate && (options.max_samples <= 0 || space <= options.max_samples)) {
+      const auto t0 = Clock::now();
+      std::vector<size_t> digit(static_cast<size_t>(G_base), 0);
+      std::vector<std::vector<int32_t>> batch;
+      for (int64_t done = 0; done < space;) {
+        batch.clear();
+        for (; done < space && static_cast<int>(batch.size()) < K; ++done) {
+          std::vector<int32_t>& row = batch.emplace_back(static_cast<size_t>(G_base));
+          for (int g = 0; g < G_base; ++g) row[g] = choices[g][digit[g]];
+          for (int g = 0; g < G_base && ++digit[g] == choices[g].size(); ++g) digit[g] = 0;
+        }
+        for (size_t j = 0; j < batch.size(); ++j) fill(placements[j], base, batch[j].data());
+        source->evaluate(std::span<const Placement>(placements.data(), batch.size()),
+                         std::span<Outcome>(outcomes.data(), batch.size()));
+        for (size_t j = 0; j < batch.size(); ++j) {
+          run.measure_timeouts += outcomes[j].timed_out;
+          const double t = outcomes[j].feasible ? outcomes[j].step_time_s : oom_time_s;
+          if (state.best_actions.empty() || t < state.best_step_time_s) {
+            state.best_step_time_s = t;
+            state.best_actions = batch[j];
+          }
+        }
+      }
+      run.enumerated = space;
+      run.evaluations += space;
+      state.samples += space;
+      run.evaluate_seconds += seconds_since(t0);
+    }
+  }
+
   bool curve_appends = run.resumed;
   size_t curve_written = 0;
-  while (true) {
+  while (run.enumerated == 0) {
     if (options.max_samples > 0 && state.samples >= options.max_samples) break;
     if (seconds_since(start) >= request.budget_seconds) break;
     const int grouping_index = static_cast<int>(state.restarts % F);
@@ -861,21 +903,28 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       F == 1 ? fmt::format("{} groups (levels {})", G_base, level_lists.front())
              : fmt::format("groupings {}, one per restart in turn ({} groups nested in all)",
                            fmt::join(level_lists, " and "), G_base);
-  run.result.note = fmt::format(
-      "rl: {}, {} samples ({:.1f}/s, {} distinct in their batch and evaluated; "
-      "policy {:.0f}% / evaluation {:.0f}% of the time, decoder rows computed {:.0f}%), {} "
-      "updates, {} refinements, {} restarts{}; groups: {} colocation, {} after the sole-consumer "
-      "merge",
-      grouping_text, state.samples - samples_at_start, sps, run.evaluations,
-      100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
-      100 * run.decoder_rows_fraction, state.updates - updates_at_start, state.refinements,
-      state.restarts,
-      run.resumed ? fmt::format(" (samples and updates of this run; resumed from a checkpoint at "
-                                "{} samples, {} updates)",
-                                samples_at_start, updates_at_start)
-                  : std::string(),
-      run.colocation_groups, run.after_sole_consumer);
+  if (run.enumerated > 0) {
+    run.result.note = fmt::format(
+        "rl: only {} placements of the {} group{} (each on a device it may use), all evaluated "
+        "in {:.3f} s; nothing to learn",
+        run.enumerated, G_base, G_base == 1 ? "" : "s", run.seconds);
+  } else {
+    run.result.note = fmt::format(
+        "rl: {}, {} samples ({:.1f}/s, {} distinct in their batch and evaluated; "
+        "policy {:.0f}% / evaluation {:.0f}% of the time, decoder rows computed {:.0f}%), {} "
+        "updates, {} refinements, {} restarts{}; groups: {} colocation, {} after the sole-consumer "
+        "merge",
+        grouping_text, state.samples - samples_at_start, sps, run.evaluations,
+        100 * run.policy_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
+        100 * run.evaluate_seconds / std::max(run.policy_seconds + run.evaluate_seconds, 1e-12),
+        100 * run.decoder_rows_fraction, state.updates - updates_at_start, state.refinements,
+        state.restarts,
+        run.resumed ? fmt::format(" (samples and updates of this run; resumed from a checkpoint at "
+                                  "{} samples, {} updates)",
+                                  samples_at_start, updates_at_start)
+                    : std::string(),
+        run.colocation_groups, run.after_sole_consumer);
+  }
   if (run.measure_timeouts > 0) {
     run.result.note += fmt::format("; {} measurements killed at their time limit (charged as OOM)",
                                    run.measure_timeouts);

@@ -131,6 +131,11 @@ struct RlOptions {
   // the best so far, at anneal's temperatures and ten times hotter). Default: 8.
   int polish_rounds = 8;
   double progress_seconds = 2;  // seconds between progress lines (with --progress).
+  // Not in the paper: a search space of at most this many placements (one device per group of
+  // the finest grouping, among the devices each may use; a one-op graph, a one-device cluster, a
+  // handful of groups) is enumerated instead of learned, and the best is exact. 0: always learn.
+  // Default: 256.
+  int64_t enumerate = 256;
 };
 
 // Reads options from --param key=value pairs. Keys: groups, sole-consumer (full/chains/limited/
@@ -138,7 +143,8 @@ struct RlOptions {
 // (merged/apart/alternate), levels, batch, restart-patience, restart-entropy, imitation, samples,
 // hidden, embedding, lr, clip, entropy, entropy-final, entropy-samples, baseline-decay, oom-time,
 // normalize, threads, chunk, checkpoint, checkpoint-every, curve, init (none/expert), init-steps,
-// measure-cmd, measure-timeout, polish, polish-share, polish-rounds, progress-seconds (docs/rl.md
+// measure-cmd, measure-timeout, polish, polish-share, polish-rounds, progress-seconds, enumerate
+// (docs/rl.md
 // has a table of them). Throws ConfigError for an unknown key or a bad value, naming both, and for
 // polish > 0 together with measure-cmd.
 RlOptions rl_options_from_params(const std::map<std::string, std::string>& params);
@@ -187,6 +193,9 @@ struct RlRun {
   double greedy_step_time_s = 0;              // penalised
   double warm_start_step_time_s = 0;          // penalised; init=expert only
   bool resumed = false;
+  // Placements of the base groups when there are at most RlOptions::enumerate of them: all were
+  // evaluated and nothing was learned (no policy updates). 0: the policy learned.
+  int64_t enumerated = 0;
   std::vector<CurvePoint> curve;  // this call's updates
 };
 

@@ -119,7 +119,10 @@ std::unique_ptr<Problem> two_towers() {
   return std::make_unique<Problem>(two_tower_graph(), toy_cluster(int64_t{1} << 36));
 }
 
+// The toy graphs' spaces are small enough to be enumerated (RlOptions::enumerate); these tests
+// are about the learning, so it is off unless a test sets it.
 RlRun run(const Problem& p, uint64_t seed, std::map<std::string, std::string> params) {
+  params.try_emplace("enumerate", "0");
   const RlOptions options = rl_options_from_params(params);
   return run_rl(p.request(seed, params), options);
 }
@@ -528,6 +531,37 @@ TEST(RlPlacerTest, OptionsAreValidated) {
     EXPECT_NE(std::string(e.what()).find("'grups'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("groups"), std::string::npos) << e.what();
   }
+}
+
+// Five groups on three devices make 243 placements: by default they are all evaluated, nothing is
+// learned, and the best is the optimum. A sample cap below the space, or enumerate=0, learns.
+TEST(RlPlacerTest, EnumeratesASpaceOfAFewHundredPlacements) {
+  const auto p = two_towers();
+  const RlRun r = run(*p, 1, {{"enumerate", "256"}});
+  EXPECT_EQ(r.enumerated, 243);
+  EXPECT_EQ(r.evaluations, 243);
+  EXPECT_EQ(r.samples, 243);
+  EXPECT_EQ(r.updates, 0);
+  EXPECT_TRUE(r.curve.empty());
+  EXPECT_DOUBLE_EQ(r.best_step_time_s, 4e-3);
+  EXPECT_DOUBLE_EQ(p->simulator.run(r.result.placement).step_time_s, 4e-3);
+  EXPECT_NE(r.result.note.find("only 243 placements of the 5 groups"), std::string::npos)
+      << r.result.note;
+  EXPECT_LT(r.seconds, 10.0);  // not the 600-s budget
+
+  EXPECT_EQ(run(*p, 1, {{"enumerate", "242"}, {"samples", "16"}}).enumerated, 0);
+  EXPECT_EQ(run(*p, 1, {{"enumerate", "256"}, {"samples", "16"}}).enumerated, 0);
+  EXPECT_EQ(run(*p, 1, {{"samples", "16"}}).enumerated, 0);
+
+  // One op: the registered placer returns at once, unpolished (its moves are the same choice).
+  GraphBuilder b("lone", "test");
+  b.add_op(make_op("mm", {}, 1e7, 1000));
+  const Problem lone(std::move(b).build(), toy_cluster(int64_t{1} << 36));
+  const PlaceResult placed = make_placer("rl")->place(lone.request(1));
+  EXPECT_DOUBLE_EQ(lone.simulator.run(placed.placement).step_time_s, 1e-3);
+  EXPECT_NE(placed.note.find("only 3 placements of the 1 group "), std::string::npos)
+      << placed.note;
+  EXPECT_NE(placed.note.find("no polishing"), std::string::npos) << placed.note;
 }
 
 TEST(RlPlacerTest, IsRegistered) {
