@@ -279,6 +279,36 @@ TEST(CliTest, OpTheClusterCannotRunNamesTheGraphFile) {
                             "(devices: accel)");
 }
 
+TEST(CliTest, RatioToAZeroLowerBoundIsNotAvailable) {
+  // Ops that take no time give a lower bound of 0; a step spent on a transfer is then no ratio
+  // of it (it used to print 0.000, as if the placement beat the bound).
+  const fs::path graph = temp_dir() / "time_zero.json";
+  std::ofstream(graph) << R"({"format": "dplace.graph/1", "name": "tz", "ops": [
+      {"name": "a", "flops": 1e12, "time_s": {"gpu": 0, "cpu": 0}, "output_bytes": 1000},
+      {"name": "b", "inputs": ["a"], "flops": 1e12, "time_s": {"gpu": 0, "cpu": 0}}]})";
+  const fs::path split = temp_dir() / "tz_split.json";
+  std::ofstream(split) << R"({"format": "dplace.placement/1",
+      "assignment": {"a": "/gpu:0", "b": "/gpu:1"}})";
+  const std::string args = "simulate " + graph.string() + " --cluster paper-k80x2 --placement ";
+  const RunResult text = run(args + split.string());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("lower bound 0 us   ratio n/a"), std::string::npos) << text.out;
+  const RunResult json = run(args + split.string() + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json j = Json::parse(json.out);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_TRUE(j["ratio_to_lower_bound"].is_null()) << json.out;
+  // Both on one GPU: no transfer, a step of 0 at a bound of 0 is a ratio of 1.
+  const RunResult together =
+      run("place " + graph.string() + " --cluster paper-k80x2 --placer single-gpu --json");
+  ASSERT_EQ(together.exit_code, 0) << together.err;
+  EXPECT_EQ(Json::parse(together.out)["ratio_to_lower_bound"].get<double>(), 1.0);
+  const RunResult csv =
+      run("compare " + graph.string() + " --cluster paper-k80x2 --placers round-robin --csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.find("\nround-robin,1.01e-05,1,,1000,,"), std::string::npos) << csv.out;
+}
+
 TEST(CliTest, PipelineSplitAcrossUnlinkedDevicesIsOneLineWhenWritten) {
   // The solver takes transfers between unlinked devices as free, so it may split across them; the
   // split is then reported with warnings, but writing it is an error of one line (the warnings

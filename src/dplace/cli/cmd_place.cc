@@ -292,9 +292,10 @@ void run_compare(const CompareArgs& args) {
       int64_t peak = 0;
       for (const DeviceStats& d : e.sim.devices) peak = std::max(peak, d.peak_memory_bytes);
       const std::optional<double> up = speedup(best_baseline, e);
-      fmt::print("{},{:.9g},{},{},{},{:.4f},{:.6g},{},\n", r.placer, e.sim.step_time_s,
+      const std::optional<double> ratio = ratio_to_lower_bound(e.sim.step_time_s, lb);
+      fmt::print("{},{:.9g},{},{},{},{},{:.6g},{},\n", r.placer, e.sim.step_time_s,
                  e.sim.feasible ? 1 : 0, up ? fmt::format("{:.4f}", *up) : "", peak,
-                 lb > 0 ? e.sim.step_time_s / lb : 0.0, e.placement_seconds, e.evaluations);
+                 ratio ? fmt::format("{:.4f}", *ratio) : "", e.placement_seconds, e.evaluations);
     }
   } else {
     fmt::print("graph {} ({} ops, {} groups) on {}; lower bound {}\n", session.graph().name(),
@@ -311,11 +312,11 @@ void run_compare(const CompareArgs& args) {
       int64_t peak = 0;
       for (const DeviceStats& d : e.sim.devices) peak = std::max(peak, d.peak_memory_bytes);
       const std::optional<double> up = speedup(best_baseline, e);
-      fmt::print("{:<14} {:>12} {:>5} {:>9} {:>12} {:>8.3f} {:>10} {:>7}\n", r.placer,
+      fmt::print("{:<14} {:>12} {:>5} {:>9} {:>12} {:>8} {:>10} {:>7}\n", r.placer,
                  format_seconds(e.sim.step_time_s), e.sim.feasible ? "" : "OOM",
                  up ? fmt::format("{:.2f}x", *up) : "-", format_bytes(double(peak)),
-                 lb > 0 ? e.sim.step_time_s / lb : 0.0, format_seconds(e.placement_seconds),
-                 e.evaluations);
+                 format_ratio(ratio_to_lower_bound(e.sim.step_time_s, lb)),
+                 format_seconds(e.placement_seconds), e.evaluations);
     }
     if (best_baseline > 0) {
       fmt::print(

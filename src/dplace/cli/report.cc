@@ -14,6 +14,16 @@
 
 namespace dplace::cli {
 
+std::optional<double> ratio_to_lower_bound(double step_time_s, double lower_bound_s) {
+  if (lower_bound_s > 0) return step_time_s / lower_bound_s;
+  if (step_time_s == 0) return 1.0;
+  return std::nullopt;
+}
+
+std::string format_ratio(std::optional<double> ratio) {
+  return ratio ? fmt::format("{:.3f}", *ratio) : "n/a";
+}
+
 Evaluation evaluate(const Session& session, std::string placer, Placement placement) {
   Evaluation e;
   e.placer = std::move(placer);
@@ -43,6 +53,7 @@ Json evaluation_to_json(const Session& session, const Evaluation& e) {
     ops_per_device[name] = op_count[i];
   }
   const double lb = session.simulator().lower_bound_s();
+  const std::optional<double> ratio = ratio_to_lower_bound(e.sim.step_time_s, lb);
   Json j = {{"graph", session.graph().name()},
             {"cluster", cluster.name()},
             {"placer", e.placer},
@@ -51,7 +62,7 @@ Json evaluation_to_json(const Session& session, const Evaluation& e) {
             {"oom_devices", oom},
             {"peak_memory_bytes", peak},
             {"lower_bound_s", lb},
-            {"ratio_to_lower_bound", lb > 0 ? e.sim.step_time_s / lb : 0.0},
+            {"ratio_to_lower_bound", ratio ? Json(*ratio) : Json(nullptr)},
             {"placement_seconds", e.placement_seconds},
             {"evaluations", e.evaluations},
             {"busy_s", busy},
@@ -68,9 +79,9 @@ void print_evaluation(const Session& session, const Evaluation& e, std::FILE* ou
   const double lb = session.simulator().lower_bound_s();
   fmt::print(out, "graph {} ({} ops) on {}, placer {}\n", session.graph().name(),
              session.graph().num_ops(), cluster.name(), e.placer);
-  fmt::print(out, "step time    {}   lower bound {}   ratio {:.3f}\n",
+  fmt::print(out, "step time    {}   lower bound {}   ratio {}\n",
              format_seconds(e.sim.step_time_s), format_seconds(lb),
-             lb > 0 ? e.sim.step_time_s / lb : 0.0);
+             format_ratio(ratio_to_lower_bound(e.sim.step_time_s, lb)));
   fmt::print(out, "feasible     {}\n", e.sim.feasible ? "yes" : "NO (out of memory)");
   std::vector<int64_t> op_count(cluster.num_devices(), 0);
   for (DeviceId d : e.placement.device_of_op) ++op_count[d.value()];

@@ -25,6 +25,12 @@ struct Evaluation {
   std::string infeasible_reason;
 };
 
+// step_time_s / lower_bound_s; 1 when both are 0; none when only the bound is 0 (a graph whose
+// ops all take no time but whose transfers do), where a ratio of 0 would read as beating the bound.
+std::optional<double> ratio_to_lower_bound(double step_time_s, double lower_bound_s);
+// The ratio with three decimals, or "n/a".
+std::string format_ratio(std::optional<double> ratio);
+
 // Simulates `placement` (summary only) and fills an Evaluation.
 Evaluation evaluate(const Session& session, std::string placer, Placement placement);
 
