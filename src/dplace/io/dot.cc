@@ -39,8 +39,18 @@ const char* colour_of(DeviceId d) {
   return d.valid() ? kPalette[d.value() % kPaletteSize] : kUnplacedColour;
 }
 
-// A DOT double-quoted string body: quotes and backslashes escaped, newlines as spaces.
+// Longest name written into a label before it is cut: Graphviz refuses a quoted string of more
+// than 16,384 bytes (a valid graph may name an op with more), and a longer label is unreadable.
+constexpr size_t kMaxNameBytes = 200;
+
+// A DOT double-quoted string body: quotes and backslashes escaped, newlines as spaces; a text of
+// more than kMaxNameBytes is cut there (at a UTF-8 character boundary) and ends in "...".
 std::string escape(std::string_view text) {
+  if (text.size() > kMaxNameBytes) {
+    size_t cut = kMaxNameBytes;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    return escape(text.substr(0, cut)) + "...";
+  }
   std::string out;
   out.reserve(text.size());
   for (char c : text) {

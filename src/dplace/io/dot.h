@@ -14,6 +14,9 @@
 // is the total size of those tensors (each tensor counted once per consuming node). A node whose
 // ops sit on several devices is filled with the first op's colour and drawn with a dashed border.
 //
+// Names longer than 200 bytes (ops, groups, scopes, devices, the graph) are cut to 200 and end in
+// "..." in the labels, within Graphviz's limit on a quoted string.
+//
 // Output format follows the path: ".svg", ".png" and ".pdf" are rendered by running Graphviz
 // `dot -T<format>` on a temporary DOT file (ConfigError when `dot` is not on PATH); any other
 // extension (".dot", ".gv") gets the DOT text itself.

@@ -248,6 +248,26 @@ TEST_F(DotFileTest, SvgIsRenderedByGraphviz) {
   std::filesystem::remove(out);
 }
 
+// Graphviz refuses quoted strings over 16,384 bytes; a valid graph may name an op with more.
+TEST_F(DotFileTest, VeryLongNamesAreCutAndStillRender) {
+  GraphBuilder b("long", "inline");
+  // 'x' and 17,000 bytes of a two-byte UTF-8 character: byte 200 is the second half of one, so
+  // the cut comes before it, at 199.
+  std::string name = "x";
+  for (int i = 0; i < 8500; ++i) name += "\xC3\xA9";
+  const OpId x = b.add_op({.name = name, .type = "Input", .output_bytes = {4}});
+  b.add_op({.name = "y", .type = "Relu", .inputs = {{x, 0}}, .output_bytes = {4}});
+  const Graph g = std::move(b).build();
+  const std::string dot = graph_to_dot(g, nullptr, nullptr);
+  EXPECT_TRUE(contains(dot, "[label=\"" + name.substr(0, 199) + "...\\nInput\"")) << dot;
+  EXPECT_FALSE(contains(dot, name.substr(0, 201)));
+  if (!graphviz_installed()) GTEST_SKIP() << "Graphviz 'dot' is not installed";
+  const std::string out = path("long.svg");
+  write_dot(g, cluster_, nullptr, out);
+  EXPECT_TRUE(contains(read_text(out), "<svg"));
+  std::filesystem::remove(out);
+}
+
 TEST_F(DotFileTest, MissingGraphvizIsAConfigErrorSuggestingDot) {
   DotOptions options;
   options.dot_program = "dplace-no-such-graphviz";
