@@ -19,10 +19,12 @@
 // read after first use.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +50,16 @@ struct PlaceRequest {
   // Placer-specific options as key=value strings (e.g. "groups" -> "256"); unknown keys are an
   // error reported by the placer that receives them.
   std::map<std::string, std::string> params;
+  // Set by a search for the placers it runs as its starts (anneal): a placer whose run time grows
+  // past seconds on large clusters (the ETF engine of m-etf and m-sct: ops x ready ops x devices)
+  // throws DeadlinePassed once past it (it looks every 64 ops placed). Others ignore it. Default:
+  // none.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+// Thrown by a placer that gave up at PlaceRequest::deadline.
+struct DeadlinePassed : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 struct PlaceResult {

@@ -171,6 +171,19 @@ std::unique_ptr<PlacerCase> lone_op_case() {
       std::move(b).build(), make_cluster("cpu-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB)}), 1.0);
 }
 
+std::unique_ptr<PlacerCase> wide_case(int width) {
+  GraphBuilder b("wide", "test");
+  const OpId src = b.add_op(timed("src", {}, 1e-3, 1e-3, 1000));
+  std::vector<TensorRef> middle;
+  for (int i = 0; i < width; ++i) {
+    middle.push_back({b.add_op(timed(fmt::format("m{}", i), {{src, 0}}, 1e-3, 1e-3, 1000)), 0});
+  }
+  b.add_op(timed("sink", std::move(middle), 1e-3, 1e-3, 4));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(),
+      make_cluster("two-gpus", {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}), 0.0);
+}
+
 PlaceRequest case_request(const PlacerCase& c) {
   PlaceRequest request;
   request.graph = &c.graph();
@@ -186,6 +199,7 @@ PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOpti
   request.budget_seconds = options.budget_seconds;
   request.params = options.params;
   request.expert = options.expert;
+  request.deadline = options.deadline;
   PlacerRun run;
   run.result = make_placer(name)->place(request);
   run.sim = c.simulator().run(run.result.placement);

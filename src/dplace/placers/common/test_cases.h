@@ -17,12 +17,15 @@
 //    and light (0.2 s / 0.8 s). Optimum 1 s: heavy on the GPU, light on the CPU (both on the GPU
 //    1.2 s). With heavy_params_gb above 16, heavy no longer fits on the GPU: optimum 10 s, heavy
 //    on the CPU and light on the GPU.
+//  * wide(n): two GPUs; src -> n parallel ops -> sink, 1 ms each, 1 kB tensors. For tests of time
+//    limits: its optimum is not worked out (optimum_s() is 0).
 //  * lone_op: /cpu:0 listed before /gpu:0, and one op (1 s on the GPU, 10 s on the CPU). Optimum
 //    1 s; a placer that leaves an unpartitioned graph on the first device gets 10 s.
 //
 // Thread safety: a PlacerCase is immutable after construction.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -67,6 +70,7 @@ std::unique_ptr<PlacerCase> colocation_case();
 std::unique_ptr<PlacerCase> cpu_only_case();
 std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb = 0);
 std::unique_ptr<PlacerCase> lone_op_case();
+std::unique_ptr<PlacerCase> wide_case(int width);
 
 struct PlacerRun {
   PlaceResult result;
@@ -78,6 +82,7 @@ struct RunOptions {
   uint64_t seed = 1;
   double budget_seconds = 60;
   std::optional<Placement> expert;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 // A request on the case (graph, cluster, costs, simulator) with PlaceRequest's defaults.

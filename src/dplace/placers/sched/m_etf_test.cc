@@ -5,6 +5,16 @@
 namespace dplace::testing {
 namespace {
 
+// A deadline (set by anneal for its starts) is read every 64 ops placed: a graph of 102 ops is
+// stopped by one already past, a graph of 12 is placed.
+TEST(MEtfPlacerTest, GivesUpAtItsDeadline) {
+  const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  EXPECT_THROW(run_placer(*wide_case(100), "m-etf", {.deadline = past}), DeadlinePassed);
+  EXPECT_THROW(run_placer(*wide_case(100), "m-sct", {.deadline = past}), DeadlinePassed);
+  EXPECT_NO_THROW(run_placer(*wide_case(10), "m-etf", {.deadline = past}));
+  EXPECT_NO_THROW(run_placer(*wide_case(100), "m-etf"));
+}
+
 TEST(MEtfPlacerTest, WithAllDevicesPicksTheEarliestStartEvenOnASlowCpu) {
   // ETF minimises start time, not finish time: offered the CPU (devices=all), mm1 starts there at
   // 0.5 s rather than on the GPU at 0.501 s, and the chain follows. This is why dplace's m-etf

@@ -490,9 +490,19 @@ class AnnealPlacer final : public Placer {
     double penalty_s = 0;
     auto cost_of = [&](const SimResult& r) { return penalised_cost(r, penalty_s); };
 
-    // Start from the best cheap placement.
+    // Start from the best cheap placement. The starts may take half the budget: once one has
+    // been built, each later candidate gets an equal share of what is left of that half, and one
+    // still running at the end of its share (m-etf on a thousand devices: placers that honour
+    // PlaceRequest::deadline) is dropped; after the half, once there are as many starts as the
+    // searches use, the remaining candidates are not run.
+    const auto starts_deadline =
+        clock_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(request.budget_seconds / 2));
     std::vector<Candidate> starts;
+    std::vector<std::string> cut_starts;
+    size_t candidates_left = anneal_start_candidates().size();
     for (const std::string& name : anneal_start_candidates()) {
+      const size_t share = candidates_left--;
       if (start_from != "best" && start_from != name) continue;
       if (name == "expert") {
         if (request.expert && missing_link_problem(graph, cluster, *request.expert).empty()) {
@@ -500,15 +510,24 @@ class AnnealPlacer final : public Placer {
         }
         continue;
       }
+      const auto now = std::chrono::steady_clock::now();
+      if (starts.size() >= start_count && now > starts_deadline) {
+        cut_starts.push_back(name);
+        continue;
+      }
       try {
         PlaceRequest sub = request;
         sub.params.clear();
         sub.progress = false;
+        if (!starts.empty())
+          sub.deadline = now + std::max(starts_deadline - now, decltype(now - now){}) / share;
         PlaceResult r = make_placer(name)->place(sub);
         result.evaluations += r.evaluations;
         starts.push_back({name, std::move(r.placement)});
       } catch (const ConfigError&) {
         // e.g. no GPU in the cluster: not a start candidate
+      } catch (const DeadlinePassed&) {
+        cut_starts.push_back(name);
       }
     }
     if (starts.empty()) {
@@ -540,13 +559,19 @@ class AnnealPlacer final : public Placer {
                                 .block_size = block_size,
                                 .rounds = rounds,
                                 .threads = threads};
-    if (order.size() == 1) {
-      return anneal_rounds(request, options, starts[order[0]].name, starts[order[0]].placement,
-                           start_sims[order[0]], penalty_s, std::move(result), clock_start)
-          .result;
+    PlaceResult searched =
+        order.size() == 1
+            ? anneal_rounds(request, options, starts[order[0]].name, starts[order[0]].placement,
+                            start_sims[order[0]], penalty_s, std::move(result), clock_start)
+                  .result
+            : anneal_from_starts(request, options, starts, start_sims, order, penalty_s,
+                                 std::move(result), clock_start);
+    if (!cut_starts.empty()) {
+      searched.note += fmt::format(
+          "; start candidates dropped for time (starts may take half of --budget-seconds): {}",
+          fmt::join(cut_starts, ", "));
     }
-    return anneal_from_starts(request, options, starts, start_sims, order, penalty_s,
-                              std::move(result), clock_start);
+    return searched;
   }
 };
 

@@ -217,6 +217,25 @@ TEST(AnnealPlacerTest, EverySearchTheBudgetStoppedIsReported) {
   }
 }
 
+// The start placers may take half the budget: m-etf (which honours a deadline) is given an equal
+// share of it, and the candidates left after the half are not run once the two starts the
+// searches use exist. With no budget to speak of, m-etf is stopped at its 64th op, heft (next,
+// and needed for a second start) runs, the rest do not.
+TEST(AnnealPlacerTest, StartPlacersKeepToHalfTheBudget) {
+  auto c = wide_case(100);
+  const PlacerRun run = run_placer(*c, "anneal", {.budget_seconds = 1e-9});
+  EXPECT_NE(run.result.note.find("start candidates dropped for time (starts may take half of "
+                                 "--budget-seconds): m-etf, m-topo, scotch, mincut, metis, "
+                                 "round-robin, single-cpu"),
+            std::string::npos)
+      << run.result.note;
+  EXPECT_NE(run.result.note.find("from heft"), std::string::npos) << run.result.note;
+  // With the default budget every candidate is built and none is dropped.
+  EXPECT_EQ(
+      run_placer(*c, "anneal", {.params = {{"evaluations", "100"}}}).result.note.find("dropped"),
+      std::string::npos);
+}
+
 TEST(AnnealPlacerTest, UnknownParamIsAConfigError) {
   auto c = two_chains_case();
   EXPECT_THROW(run_placer(*c, "anneal", {.params = {{"iterations", "5"}}}), ConfigError);
