@@ -118,6 +118,9 @@ Cluster parse_cluster_json(const Json& doc, const std::string& source) {
 
   ClusterSpec spec;
   spec.name = get_string_or(doc, "name", ctx, default_name(source));
+  if (spec.name.empty()) {
+    ctx.fail("name", "must not be empty (leave it out to name the cluster after the file)");
+  }
   spec.source = read_source(doc, ctx);
 
   if (!has_field(doc, "devices"))

@@ -184,6 +184,8 @@ TEST(ClusterJsonTest, MalformedFilesGiveOneLineMessages) {
       {"duplicate_link.json",
        "link '/gpu:0' -> '/cpu:0': the direction '/gpu:0' -> '/cpu:0' is already given by an "
        "earlier links entry"},
+      {"empty_name.json",
+       "field 'name': must not be empty (leave it out to name the cluster after the file)"},
       {"zero_default_link.json",
        "default_link: field 'bandwidth_bytes_per_s': must be positive, got -5"},
       {"negative_peak_flops.json",

@@ -194,6 +194,8 @@ Graph read_graph_json(const Json& doc, const std::string& source) {
     ctx.fail("format", fmt::format("expected \"{}\", got \"{}\"", kGraphFormat, format));
   }
   const std::string name = get_string_or(doc, "name", ctx, default_graph_name(source));
+  if (name.empty())
+    ctx.fail("name", "must not be empty (leave it out to name the graph after the file)");
   if (!has_field(doc, "ops")) ctx.fail("ops", "missing");
   const Json& ops = doc.at("ops");
   if (!ops.is_array()) ctx.fail("ops", "expected a list of ops");

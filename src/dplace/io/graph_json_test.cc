@@ -210,6 +210,8 @@ TEST(GraphJsonTest, MalformedFilesGiveOneLineMessages) {
       {"input_not_string.json",
        "op 'y': field 'inputs': expected a list of producer names (\"op\" or \"op:k\")"},
       {"op_without_name.json", "op #1: field 'name': missing"},
+      {"empty_name.json",
+       "field 'name': must not be empty (leave it out to name the graph after the file)"},
       {"ops_not_list.json", "field 'ops': expected a list of ops"},
       {"no_ops.json", "field 'ops': graph has no ops"},
       {"wrong_format.json", "field 'format': expected \"dplace.graph/1\", got \"dplace.graph/2\""},

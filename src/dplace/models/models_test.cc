@@ -252,6 +252,15 @@ TEST(ModelsTest, BadSizesAreConfigErrorsNamingTheModelAndOption) {
   EXPECT_EQ(message("nmt", {.seq = 5000}), "model 'nmt': --seq must be <= 1000, got 5000");
   EXPECT_NE(message("gpt2", {.batch = 1 << 20, .seq = 1 << 16}).find("too large"),
             std::string::npos);
+  EXPECT_EQ(message("rnnlm", {.hidden = 1000000000}),
+            "model 'rnnlm': tensor of op 'lstm/l0/kernel' would take 3.2e+19 bytes, more than the "
+            "limit of 1.13e+15 (2^50) on one tensor; the sizes are too large");
+  try {  // a GraphError from the graph's own limit; the model is named the same way
+    build("two_tower", {.hidden = 1000000000});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("model 'two_tower': ", 0), 0u) << e.what();
+  }
 }
 
 TEST(ModelsTest, GenerationIsDeterministic) {

@@ -47,9 +47,9 @@ std::vector<Tensor> Net::add(OpSpec spec) {
     for (int64_t d : s) bytes *= static_cast<double>(d);
     if (bytes > kMaxBytes) {
       throw ConfigError(
-          fmt::format("model '{}': tensor of op '{}' would take {:.3g} bytes; "
-                      "the sizes are too large",
-                      model_, op.name, bytes));
+          fmt::format("model '{}': tensor of op '{}' would take {:.3g} bytes, more than the "
+                      "limit of {:.3g} (2^50) on one tensor; the sizes are too large",
+                      model_, op.name, bytes, kMaxBytes));
     }
     op.output_bytes.push_back(kElementBytes * num_elements(s));
   }

@@ -17,7 +17,7 @@ Graph build_two_tower(const ModelOptions& options) {
   const int batch = s.batch;
   const int hidden = s.hidden;
   const int layers = s.layers;
-  GraphBuilder b("two_tower", "model two_tower");
+  GraphBuilder b("two_tower", "model 'two_tower'");
   const int64_t act_bytes = int64_t{4} * batch * hidden;
   const int64_t w_bytes = int64_t{4} * hidden * hidden;
   const double mm_flops = 2.0 * batch * hidden * hidden;

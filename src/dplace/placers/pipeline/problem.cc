@@ -271,7 +271,7 @@ PipelineEvaluation evaluate_pipeline(const PipelineProblem& problem,
     ev.max_load_s = std::max(ev.max_load_s, load.load_s);
     const double cap = problem.types[type_of[d]].memory_cap_bytes;
     if (load.memory_bytes > cap && ev.violation.empty()) {
-      ev.violation = fmt::format("device '{}' holds {:.0f} bytes, more than its {:.0f}",
+      ev.violation = fmt::format("device '{}' holds {:.0f} bytes, more than its memory of {:.0f}",
                                  problem.device_name(d), load.memory_bytes, cap);
     }
   }

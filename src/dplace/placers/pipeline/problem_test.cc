@@ -56,7 +56,8 @@ TEST(PipelineEvaluateTest, ReportsMemoryColourAndAllowedTypeViolations) {
   add_node(p, 1, 1, 8, 7);
   add_node(p, 1, kInfiniteTime, 8, 7);
   add_tensor(p, 0, {1}, 0);
-  EXPECT_NE(evaluate_pipeline(p, {0, 0}).violation.find("more than its 10"), std::string::npos);
+  EXPECT_NE(evaluate_pipeline(p, {0, 0}).violation.find("more than its memory of 10"),
+            std::string::npos);
   EXPECT_NE(evaluate_pipeline(p, {0, 1}).violation.find("colour class"), std::string::npos);
   EXPECT_NE(evaluate_pipeline(p, {2, 2}).violation.find("may not run on '/cpu:0'"),
             std::string::npos);
