@@ -6,6 +6,9 @@
 //   import_bench import FILE [--dim name=value ...] [--repeat N]
 //       Times read_onnx_file N times (default 5) and prints one CSV row:
 //       file,file_bytes,mode,ops,param_bytes,min_s,median_s,peak_rss_bytes
+//   import_bench load FILE [--dim name=value ...] [--repeat N]
+//       The same row for load_graph_file, the reader behind every command's GRAPH argument (any
+//       format by its content: dplace.graph/1 JSON, ONNX, PipeDream, dnn-partitioning).
 //   import_bench protobuf FILE [--repeat N]
 //       The same row for a plain full protobuf parse of the file (ModelProto::ParseFromIstream),
 //       the reference point: what reading every weight into memory costs.
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "inline") return make_inline(argv[2], argv[3]);
   if (argc < 3) {
     std::cerr << "usage: import_bench inline IN OUT | import FILE [--dim k=v]... [--repeat N] | "
-                 "protobuf FILE [--repeat N]\n";
+                 "load FILE [--dim k=v]... [--repeat N] | protobuf FILE [--repeat N]\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -130,6 +133,12 @@ int main(int argc, char** argv) {
     if (mode == "import") {
       timing = time_runs(repeat, [&] {
         dplace::LoadedGraph loaded = dplace::read_onnx_file(path, options);
+        ops = loaded.graph.num_ops();
+        param_bytes = loaded.graph.total_param_bytes();
+      });
+    } else if (mode == "load") {
+      timing = time_runs(repeat, [&] {
+        dplace::LoadedGraph loaded = dplace::load_graph_file(path, options);
         ops = loaded.graph.num_ops();
         param_bytes = loaded.graph.total_param_bytes();
       });
