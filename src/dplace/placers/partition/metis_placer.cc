@@ -70,7 +70,7 @@ class MetisPlacer final : public Placer {
       idx_t options[METIS_NOPTIONS];
       METIS_SetDefaultOptions(options);
       options[METIS_OPTION_NUMBERING] = 0;
-      options[METIS_OPTION_SEED] = idx_t(request.seed % 2147483647);
+      options[METIS_OPTION_SEED] = idx_t(metis_seed(request.seed));
       idx_t objval = 0;
       // METIS needs a 0-edge graph to have a non-null adjacency array.
       if (problem.adjncy.empty()) {

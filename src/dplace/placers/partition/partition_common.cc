@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "dplace/core/error.h"
+#include "dplace/core/rng.h"
 
 namespace dplace {
 
@@ -91,6 +92,20 @@ std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupG
     }
   }
   return out;
+}
+
+int32_t metis_seed(uint64_t seed) {
+  constexpr uint64_t kRange = 2147483647;  // 2^31 - 1
+  if (seed < kRange) return static_cast<int32_t>(seed);
+  uint64_t state = seed;
+  return static_cast<int32_t>(splitmix64(state) % kRange);
+}
+
+int32_t scotch_seed(uint64_t seed) {
+  constexpr uint64_t kPairs = uint64_t{1} << 30;
+  if (seed >= 1 && seed <= kPairs) return static_cast<int32_t>(2 * seed - 1);
+  uint64_t state = seed;
+  return static_cast<int32_t>(2 * (splitmix64(state) % kPairs));
 }
 
 }  // namespace dplace

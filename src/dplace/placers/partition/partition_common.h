@@ -47,4 +47,13 @@ PartitionProblem build_partition_problem(const GroupGraph& groups, const CostTab
 std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupGraph& groups,
                                    const CostTable& costs, std::span<const int32_t> part);
 
+// The libraries' seeds are 31-bit. METIS: --seed values below 2^31 - 1 pass unchanged; larger
+// ones are mixed (splitmix64) into that range, so that every bit of the seed counts (a seed of 2^32
+// used to give seed 2's result).
+int32_t metis_seed(uint64_t seed);
+// Scotch's generator gives the same result for the seeds 2k and 2k + 1 (seeds 2 and 3, 4 and 5
+// gave identical mappings), so seeds 1 .. 2^30 map to the odd numbers 2s - 1 (seed 1 stays 1) and
+// others to an even number mixed from the whole seed.
+int32_t scotch_seed(uint64_t seed);
+
 }  // namespace dplace

@@ -63,7 +63,7 @@ class ScotchMapping {
     DPLACE_CHECK(SCOTCH_contextOptionSetNum(&context_, SCOTCH_OPTIONNUMDETERMINISTIC, 1) == 0);
     DPLACE_CHECK(SCOTCH_contextOptionSetNum(&context_, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1) == 0);
     DPLACE_CHECK(SCOTCH_contextRandomClone(&context_) == 0) << "SCOTCH_contextRandomClone failed";
-    SCOTCH_contextRandomSeed(&context_, SCOTCH_Num(seed % 2147483647));
+    SCOTCH_contextRandomSeed(&context_, SCOTCH_Num(scotch_seed(seed)));
     SCOTCH_contextRandomReset(&context_);
     DPLACE_CHECK(SCOTCH_contextThreadSpawn(&context_, 1, nullptr) == 0)
         << "SCOTCH_contextThreadSpawn failed";

@@ -4,6 +4,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/placers/common/test_cases.h"
+#include "dplace/placers/partition/partition_common.h"
 
 namespace dplace::testing {
 namespace {
@@ -107,6 +108,32 @@ TEST_P(PartitionerDeterminismTest, SameSeedSamePlacementOnALargerGraph) {
 
 INSTANTIATE_TEST_SUITE_P(Partitioners, PartitionerDeterminismTest,
                          ::testing::Values("scotch", "mincut", "metis"));
+
+// Libscotch gives seeds 2k and 2k + 1 the same mapping, and both libraries take 31-bit seeds, so
+// --seed 2 and 3 used to be one run and --seed 2^32 the same as --seed 2.
+TEST(PartitionSeedTest, SeedsThatDifferGiveTheLibrariesSeedsThatDiffer) {
+  EXPECT_EQ(scotch_seed(1), 1);  // seed 1's results are unchanged
+  EXPECT_EQ(scotch_seed(2), 3);
+  EXPECT_EQ(scotch_seed(3), 5);
+  EXPECT_EQ(scotch_seed(uint64_t{1} << 30), 2147483647);
+  std::set<int32_t> pairs;
+  for (uint64_t s : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{1} << 32,
+                     (uint64_t{1} << 32) + 2, ~uint64_t{0}}) {
+    EXPECT_GE(scotch_seed(s), 0) << s;
+    pairs.insert(scotch_seed(s) / 2);
+  }
+  EXPECT_EQ(pairs.size(), 7u);
+  EXPECT_EQ(metis_seed(5), 5);
+  EXPECT_EQ(metis_seed(2147483646), 2147483646);
+  std::set<int32_t> metis = {metis_seed(2), metis_seed(uint64_t{1} << 32),
+                             metis_seed((uint64_t{1} << 32) + 1), metis_seed(~uint64_t{0})};
+  EXPECT_EQ(metis.size(), 4u);
+  for (int32_t m : metis) EXPECT_GE(m, 0);
+  // On a graph with several good mappings, seeds 2 and 3 now give different ones.
+  auto c = layered_case();
+  EXPECT_NE(run_placer(*c, "scotch", {.seed = 2}).result.placement,
+            run_placer(*c, "scotch", {.seed = 3}).result.placement);
+}
 
 // An op pinned to the slower of three GPUs: libscotch leaves the fixed vertex unmapped (part -1)
 // when the targets' weights differ, which used to abort the run.
