@@ -131,20 +131,26 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
       }
       for (DeviceId d : devices) {
         if (parent_device.valid() && d != parent_device) continue;
-        if (!schedule.fits(op, d)) continue;
-        Choice c{r, d, start[op.value() * nd + d.value()]};
+        const Choice c{r, d, start[op.value() * nd + d.value()]};
         if (c.start_s == kInfiniteTime) continue;
-        if (better(c, best_ignoring_reservations)) best_ignoring_reservations = c;
+        // The choice as a device kept for another op's favourite child sees it, if at all.
+        Choice kept = c;
+        bool excluded = false;
         const int64_t holder = kept_for[d.value()];
         if (holder >= 0 && holder != int64_t(op.value())) {
           if (options.reservation == FavouriteReservation::kUrgent) {
-            c.start_s = std::max(c.start_s, urgent_s);  // the device waits until op is urgent
-            c.kept_for_another = true;
+            kept.start_s = std::max(c.start_s, urgent_s);  // the device waits until op is urgent
+            kept.kept_for_another = true;
           } else if (c.start_s + request.costs->time_s(op, d) > start[holder * nd + d.value()]) {
-            continue;  // kFinishBefore: op would still run when the child could start
+            excluded = true;  // kFinishBefore: op would still run when the child could start
           }
         }
-        if (better(c, best)) best = c;
+        const bool beats_ignoring = better(c, best_ignoring_reservations);
+        const bool beats = !excluded && better(kept, best);
+        // The memory test (the costly part) only for a choice that would change a best one.
+        if ((!beats_ignoring && !beats) || !schedule.fits(op, d)) continue;
+        if (beats_ignoring) best_ignoring_reservations = c;
+        if (beats) best = kept;
       }
     }
     if (!best.device.valid()) best = best_ignoring_reservations;
