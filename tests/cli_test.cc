@@ -328,6 +328,26 @@ TEST(CliTest, PipelineSplitAcrossUnlinkedDevicesIsOneLineWhenWritten) {
                         "cluster 'unlinked': the split cannot be written");
 }
 
+// A latency program stopped at its limit: whichever way CBC stops (at the limit with the greedy
+// hot start as its incumbent, or past it inside an LP solve), a result that is the greedy split
+// says so, and gives the gap. ("CBC stopped at its 1 s limit; gap 55.04%" read as CBC's own.)
+TEST(CliTest, LatencyProgramCutByItsLimitSaysWhenTheSplitIsTheGreedyOne) {
+  const std::string command =
+      "pipeline inception_v3 --cluster paper-k80x2 --objective latency --json --latency-method ";
+  const RunResult greedy = run(command + "greedy");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  const RunResult ilp = run(command + "ilp --time-limit 1");
+  ASSERT_EQ(ilp.exit_code, 0) << ilp.err;
+  const Json g = Json::parse(greedy.out), j = Json::parse(ilp.out);
+  ASSERT_FALSE(j["optimal"].get<bool>())
+      << "this input is now solved within 1 s: pick a larger one";
+  const std::string note = j["note"].get<std::string>();
+  EXPECT_NE(note.find("gap "), std::string::npos) << note;
+  if (j["latency"].get<double>() == g["latency"].get<double>()) {
+    EXPECT_NE(note.find("greedy split"), std::string::npos) << note;
+  }
+}
+
 TEST(CliTest, PipelineSeedChoosesTheLocalSearchAndTheSameSeedTheSameSplit) {
   // A small unrolled NMT still has millions of ideals, so the DP falls back to the chain split
   // and the seeded local search (placers/pipeline/refine.h) improves it, or not, by seed.

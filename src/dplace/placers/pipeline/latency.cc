@@ -517,6 +517,10 @@ LatencyResult latency_ilp(const PipelineProblem& p, const LatencyIlpOptions& opt
     result = greedy;
     result.best_bound_s = bound;
     result.note = "the greedy split evaluates better than CBC's; kept it";
+  } else if (greedy.feasible && !result.optimal && ev.latency_s == greedy.latency_s) {
+    // CBC's incumbent is the greedy hot start: the limit stopped it before any improvement.
+    result.note = fmt::format("CBC stopped at its {} s limit without improving on the greedy split",
+                              options.time_limit_s);
   }
   return result;
 }

@@ -164,9 +164,11 @@ void solve_latency(const PipelineProblem& p, const PipelineOptions& opt, Pipelin
   plan.optimal = r.optimal;
   plan.lower_bound_s = std::min(plan.latency_s, r.best_bound_s);
   plan.gap = plan.optimal ? 0.0 : relative_gap(plan.latency_s, plan.lower_bound_s);
-  if (opt.latency_method == LatencyMethod::kIlp && !r.optimal && plan.note.empty()) {
-    plan.note =
-        fmt::format("CBC stopped at its {} s limit; gap {:.2f}%", opt.time_limit_s, 100 * plan.gap);
+  if (opt.latency_method == LatencyMethod::kIlp && !r.optimal) {
+    const std::string gap = fmt::format("gap {:.2f}%", 100 * plan.gap);
+    plan.note = plan.note.empty()
+                    ? fmt::format("CBC stopped at its {} s limit; {}", opt.time_limit_s, gap)
+                    : plan.note + "; " + gap;
   }
 }
 
