@@ -253,8 +253,13 @@ TEST(ModelsTest, BadSizesAreConfigErrorsNamingTheModelAndOption) {
   EXPECT_NE(message("gpt2", {.batch = 1 << 20, .seq = 1 << 16}).find("too large"),
             std::string::npos);
   EXPECT_EQ(message("rnnlm", {.hidden = 1000000000}),
-            "model 'rnnlm': tensor of op 'lstm/l0/kernel' would take 3.2e+19 bytes, more than the "
-            "limit of 1.13e+15 (2^50) on one tensor; the sizes are too large");
+            "model 'rnnlm': --hidden must be <= 1048576, got 1000000000");
+  EXPECT_EQ(message("inception_v3", {.batch = 1000000000}),
+            "model 'inception_v3': tensor of op 'Conv2d_1a_3x3/conv' would take 2.84e+15 bytes, "
+            "more than the limit of 1.13e+15 (2^50) on one tensor; the sizes are too large");
+  EXPECT_EQ(message("rnnlm", {.hidden = 1 << 20, .vocab = 1 << 30}),
+            "model 'rnnlm': parameters of op 'embedding/lookup' would take 4.5e+15 bytes, more "
+            "than the limit of 1.13e+15 (2^50) on one op; the sizes are too large");
   try {  // a GraphError from the graph's own limit; the model is named the same way
     build("two_tower", {.hidden = 1000000000});
     ADD_FAILURE() << "no error";

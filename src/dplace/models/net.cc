@@ -35,13 +35,20 @@ std::vector<Tensor> Net::add(OpSpec spec) {
   op.name = full_name(spec.name);
   op.type = std::move(spec.type);
   op.flops = spec.flops;
+  constexpr double kMaxBytes = 1125899906842624.0;  // 2^50, on one op's parameters or tensor
+  if (static_cast<double>(kElementBytes) * static_cast<double>(spec.params) > kMaxBytes) {
+    throw ConfigError(fmt::format(
+        "model '{}': parameters of op '{}' would take {:.3g} bytes, more than the limit of {:.3g} "
+        "(2^50) on one op; the sizes are too large",
+        model_, op.name, static_cast<double>(kElementBytes) * static_cast<double>(spec.params),
+        kMaxBytes));
+  }
   op.param_bytes = kElementBytes * spec.params;
   op.bytes_accessed = spec.bytes_accessed;
   op.phase = Phase::kForward;
   op.inputs.reserve(spec.inputs.size());
   for (const Tensor& t : spec.inputs) op.inputs.push_back(t.ref);
   op.output_bytes.clear();
-  constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
   for (const Shape& s : spec.outputs) {
     double bytes = kElementBytes;
     for (int64_t d : s) bytes *= static_cast<double>(d);
@@ -217,6 +224,9 @@ Sizes resolve_sizes(const std::string& model, const ModelOptions& options,
   one("--hidden", options.hidden, defaults.hidden, sizes.hidden);
   one("--seq", options.seq, defaults.seq, sizes.seq);
   one("--vocab", options.vocab, defaults.vocab, sizes.vocab);
+  // Keeps the models' integer parameter counts (a few products of the widths) far from
+  // overflowing; no model comes near a width of a million.
+  check_max(model, "--hidden", sizes.hidden, 1 << 20);
   return sizes;
 }
 
