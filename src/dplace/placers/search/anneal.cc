@@ -519,8 +519,10 @@ class AnnealPlacer final : public Placer {
         PlaceRequest sub = request;
         sub.params.clear();
         sub.progress = false;
-        if (!starts.empty())
-          sub.deadline = now + std::max(starts_deadline - now, decltype(now - now){}) / share;
+        if (!starts.empty()) {
+          const auto left = std::max(starts_deadline - now, std::chrono::steady_clock::duration{0});
+          sub.deadline = now + left / share;
+        }
         PlaceResult r = make_placer(name)->place(sub);
         result.evaluations += r.evaluations;
         starts.push_back({name, std::move(r.placement)});
