@@ -659,7 +659,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       const auto t0 = Clock::now();
       std::vector<size_t> digit(static_cast<size_t>(G_base), 0);
       std::vector<std::vector<int32_t>> batch;
-      for (int64_t done = 0; done < space;) {
+      int64_t done = 0;
+      while (done < space && seconds_since(start) < request.budget_seconds) {
         batch.clear();
         for (; done < space && static_cast<int>(batch.size()) < K; ++done) {
           std::vector<int32_t>& row = batch.emplace_back(static_cast<size_t>(G_base));
@@ -679,8 +680,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         }
       }
       run.enumerated = space;
-      run.evaluations += space;
-      state.samples += space;
+      run.enumerated_evaluated = done;
+      run.evaluations += done;
+      state.samples += done;
       run.evaluate_seconds += seconds_since(t0);
     }
   }
@@ -905,9 +907,13 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
                            fmt::join(level_lists, " and "), G_base);
   if (run.enumerated > 0) {
     run.result.note = fmt::format(
-        "rl: only {} placements of the {} group{} (each on a device it may use), all evaluated "
-        "in {:.3f} s; nothing to learn",
-        run.enumerated, G_base, G_base == 1 ? "" : "s", run.seconds);
+        "rl: only {} placements of the {} group{} (each on a device it may use), {} in {:.3f} s; "
+        "nothing to learn",
+        run.enumerated, G_base, G_base == 1 ? "" : "s",
+        run.enumerated_evaluated == run.enumerated
+            ? std::string("all evaluated")
+            : fmt::format("{} evaluated before --budget-seconds ran out", run.enumerated_evaluated),
+        run.seconds);
   } else {
     run.result.note = fmt::format(
         "rl: {}, {} samples ({:.1f}/s, {} distinct in their batch and evaluated; "

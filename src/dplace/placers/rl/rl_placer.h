@@ -196,7 +196,8 @@ struct RlRun {
   // Placements of the base groups when there are at most RlOptions::enumerate of them: all were
   // evaluated and nothing was learned (no policy updates). 0: the policy learned.
   int64_t enumerated = 0;
-  std::vector<CurvePoint> curve;  // this call's updates
+  int64_t enumerated_evaluated = 0;  // of those, evaluated before the budget ran out
+  std::vector<CurvePoint> curve;     // this call's updates
 };
 
 // Trains the policy on request.graph / request.cluster and returns the best placement found.

@@ -539,6 +539,7 @@ TEST(RlPlacerTest, EnumeratesASpaceOfAFewHundredPlacements) {
   const auto p = two_towers();
   const RlRun r = run(*p, 1, {{"enumerate", "256"}});
   EXPECT_EQ(r.enumerated, 243);
+  EXPECT_EQ(r.enumerated_evaluated, 243);
   EXPECT_EQ(r.evaluations, 243);
   EXPECT_EQ(r.samples, 243);
   EXPECT_EQ(r.updates, 0);
@@ -548,6 +549,15 @@ TEST(RlPlacerTest, EnumeratesASpaceOfAFewHundredPlacements) {
   EXPECT_NE(r.result.note.find("only 243 placements of the 5 groups"), std::string::npos)
       << r.result.note;
   EXPECT_LT(r.seconds, 10.0);  // not the 600-s budget
+
+  // The budget also ends an enumeration (a slow measure-cmd); the note says how far it got.
+  PlaceRequest hurried = p->request(1, {{"enumerate", "256"}});
+  hurried.budget_seconds = 1e-9;
+  const RlRun cut = run_rl(hurried, rl_options_from_params(hurried.params));
+  EXPECT_EQ(cut.enumerated, 243);
+  EXPECT_EQ(cut.enumerated_evaluated, 0);
+  EXPECT_NE(cut.result.note.find("0 evaluated before --budget-seconds ran out"), std::string::npos)
+      << cut.result.note;
 
   EXPECT_EQ(run(*p, 1, {{"enumerate", "242"}, {"samples", "16"}}).enumerated, 0);
   EXPECT_EQ(run(*p, 1, {{"enumerate", "256"}, {"samples", "16"}}).enumerated, 0);
