@@ -10,6 +10,7 @@
 #include "dplace/cli/commands.h"
 #include "dplace/cli/workload.h"
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 
 namespace {
 
@@ -17,17 +18,11 @@ namespace {
 // LibTorch's) and a damaged file's names may carry any byte. Line breaks and tabs become spaces,
 // other control characters \xNN.
 std::string one_line(const std::string& what) {
-  std::string out;
-  for (const char c : what) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n' || c == '\r' || c == '\t') {
-      out += ' ';
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
-    } else {
-      out += c;
-    }
+  std::string spaced = what;
+  for (char& c : spaced) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
+  std::string out = dplace::escape_control_characters(spaced);
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }

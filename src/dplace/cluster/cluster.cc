@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 
 namespace dplace {
 
@@ -84,10 +85,20 @@ Cluster::Cluster(ClusterSpec spec, const std::string& origin) : spec_(std::move(
     throw ConfigError(fmt::format("{}: field 'devices': {} devices, more than the limit of {}",
                                   origin, n, kMaxDevices));
   }
+  if (has_control_character(spec_.name)) {
+    throw ConfigError(fmt::format(
+        "{}: cluster name '{}' contains a control character (a line break, tab or other)", origin,
+        escape_control_characters(spec_.name)));
+  }
   std::unordered_set<std::string> names;
   for (const Device& d : spec_.devices) {
     const std::string what = fmt::format("device '{}'", d.name);
     if (d.name.empty()) throw ConfigError(fmt::format("{}: a device has an empty name", origin));
+    if (has_control_character(d.name)) {
+      throw ConfigError(fmt::format(
+          "{}: device '{}': the name contains a control character (a line break, tab or other)",
+          origin, escape_control_characters(d.name)));
+    }
     if (!names.insert(d.name).second) {
       throw ConfigError(fmt::format("{}: {}: duplicate device name", origin, what));
     }

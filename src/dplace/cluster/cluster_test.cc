@@ -184,6 +184,9 @@ TEST(ClusterJsonTest, MalformedFilesGiveOneLineMessages) {
       {"duplicate_link.json",
        "link '/gpu:0' -> '/cpu:0': the direction '/gpu:0' -> '/cpu:0' is already given by an "
        "earlier links entry"},
+      {"control_character_device.json",
+       "device '/gpu:0\\x09': the name contains a control character (a line break, tab or "
+       "other)"},
       {"empty_name.json",
        "field 'name': must not be empty (leave it out to name the cluster after the file)"},
       {"zero_default_link.json",

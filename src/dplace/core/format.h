@@ -17,5 +17,10 @@ std::string format_seconds(double seconds);
 bool is_valid_utf8(std::string_view text);
 // `text` with every byte that is not part of a well-formed UTF-8 sequence written as \xNN.
 std::string escape_invalid_utf8(std::string_view text);
+// Whether `text` holds an ASCII control character (below 0x20, or 0x7f): names that the text
+// output prints in headers and tables must not (a newline in a graph's name split its header).
+bool has_control_character(std::string_view text);
+// `text` with every ASCII control character written as \xNN (a newline as \x0a).
+std::string escape_control_characters(std::string_view text);
 
 }  // namespace dplace

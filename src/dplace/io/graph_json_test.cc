@@ -212,6 +212,8 @@ TEST(GraphJsonTest, MalformedFilesGiveOneLineMessages) {
       {"op_without_name.json", "op #1: field 'name': missing"},
       {"empty_name.json",
        "field 'name': must not be empty (leave it out to name the graph after the file)"},
+      {"control_character_name.json",
+       "graph name 'two\\x0alines' contains a control character (a line break, tab or other)"},
       {"ops_not_list.json", "field 'ops': expected a list of ops"},
       {"no_ops.json", "field 'ops': graph has no ops"},
       {"wrong_format.json", "field 'format': expected \"dplace.graph/1\", got \"dplace.graph/2\""},

@@ -130,6 +130,11 @@ Graph GraphBuilder::build() && {
     throw GraphError(fmt::format("{}: graph name '{}' is not valid UTF-8", source_,
                                  escape_invalid_utf8(g.name_)));
   }
+  if (has_control_character(g.name_)) {
+    throw GraphError(
+        fmt::format("{}: graph name '{}' contains a control character (a line break, tab or other)",
+                    source_, escape_control_characters(g.name_)));
+  }
 
   // Names, numbers, outputs.
   g.index_.reserve(n);
