@@ -70,20 +70,25 @@ std::string escape_invalid_utf8(std::string_view text) {
   return out;
 }
 
+namespace {
+
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+}  // namespace
+
 bool has_control_character(std::string_view text) {
-  return std::any_of(text.begin(), text.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20 || u == 0x7f;
-  });
+  return std::any_of(text.begin(), text.end(), is_control);
 }
 
 std::string escape_control_characters(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
+    if (is_control(c)) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
     } else {
       out += c;
     }

@@ -35,14 +35,18 @@ std::vector<Tensor> Net::add(OpSpec spec) {
   op.name = full_name(spec.name);
   op.type = std::move(spec.type);
   op.flops = spec.flops;
-  constexpr double kMaxBytes = 1125899906842624.0;  // 2^50, on one op's parameters or tensor
-  if (static_cast<double>(kElementBytes) * static_cast<double>(spec.params) > kMaxBytes) {
-    throw ConfigError(fmt::format(
-        "model '{}': parameters of op '{}' would take {:.3g} bytes, more than the limit of {:.3g} "
-        "(2^50) on one op; the sizes are too large",
-        model_, op.name, static_cast<double>(kElementBytes) * static_cast<double>(spec.params),
-        kMaxBytes));
-  }
+  // Sizes are checked in double before the int64 products are taken.
+  auto check_bytes = [&](const char* what, const char* per, double bytes) {
+    constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
+    if (bytes > kMaxBytes) {
+      throw ConfigError(fmt::format(
+          "model '{}': {} of op '{}' would take {:.3g} bytes, more than the limit of {:.3g} "
+          "(2^50) on one {}; the sizes are too large",
+          model_, what, op.name, bytes, kMaxBytes, per));
+    }
+  };
+  check_bytes("parameters", "op",
+              static_cast<double>(kElementBytes) * static_cast<double>(spec.params));
   op.param_bytes = kElementBytes * spec.params;
   op.bytes_accessed = spec.bytes_accessed;
   op.phase = Phase::kForward;
@@ -52,12 +56,7 @@ std::vector<Tensor> Net::add(OpSpec spec) {
   for (const Shape& s : spec.outputs) {
     double bytes = kElementBytes;
     for (int64_t d : s) bytes *= static_cast<double>(d);
-    if (bytes > kMaxBytes) {
-      throw ConfigError(
-          fmt::format("model '{}': tensor of op '{}' would take {:.3g} bytes, more than the "
-                      "limit of {:.3g} (2^50) on one tensor; the sizes are too large",
-                      model_, op.name, bytes, kMaxBytes));
-    }
+    check_bytes("tensor", "tensor", bytes);
     op.output_bytes.push_back(kElementBytes * num_elements(s));
   }
   const OpId id = builder_.add_op(std::move(op));
