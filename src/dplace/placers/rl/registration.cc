@@ -32,8 +32,9 @@ class RlPlacer final : public Placer {
     learn.budget_seconds = request.budget_seconds * (1 - options.polish_share);
     const rl::RlRun run = rl::run_rl(learn, options);
     const PlaceResult& learned = run.result;
-    // An enumerated space of colocation groups is the annealing's whole space too.
-    if (run.enumerated > 0 && run.base_groups == run.colocation_groups) {
+    // A space of colocation groups enumerated to the end is the annealing's whole space too.
+    if (run.enumerated > 0 && run.enumerated_evaluated == run.enumerated &&
+        run.base_groups == run.colocation_groups) {
       PlaceResult exact = learned;
       exact.note += "; no polishing (the annealing's moves are of the same groups)";
       return exact;
