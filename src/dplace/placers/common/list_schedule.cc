@@ -56,11 +56,7 @@ ListSchedule::ListSchedule(const PlaceRequest& request, const GroupGraph& groups
   if (options_.defer_free_sources) {
     for (size_t i = 0; i < n; ++i) {
       const OpId op = OpId::from_index(i);
-      if (!graph_.predecessors(op).empty()) continue;
-      bool free = true;
-      for (DeviceId d : groups_.allowed(graph_.group_of(op)))
-        free = free && costs_.time_s(op, d) == 0;
-      if (!free) continue;
+      if (!is_free_source(graph_, groups_, costs_, op)) continue;
       deferred_[i] = 1;
       for (OpId s : graph_.successors(op)) --unplaced_preds_[s.value()];
     }
@@ -187,16 +183,35 @@ double ListSchedule::channel_start_s(size_t channel, double ready_s, double dura
   return first_gap(channel_busy_[channel], ready_s, duration_s);
 }
 
+double ListSchedule::pending_channel_start_s(size_t channel, double ready_s, double duration_s,
+                                             const std::vector<PendingTransfer>& pending) const {
+  if (!options_.insertion) {
+    double start = channel_start_s(channel, ready_s, duration_s);
+    for (const PendingTransfer& p : pending) {
+      if (p.channel == channel) start = std::max(start, p.end_s);
+    }
+    return start;
+  }
+  // The first gap of the booked intervals, moved past every pending one it overlaps: no start
+  // before a pending interval's end can hold the transfer once it overlaps that interval.
+  double start = channel_start_s(channel, ready_s, duration_s);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const PendingTransfer& p : pending) {
+      if (p.channel == channel && start < p.end_s && p.start_s < start + duration_s) {
+        start = channel_start_s(channel, p.end_s, duration_s);
+        moved = true;
+      }
+    }
+  }
+  return start;
+}
+
 double ListSchedule::start_s(OpId op, DeviceId d) const {
   const size_t dv = d.value();
   double ready = 0;
-  // New transfers of this op on one channel queue behind each other; track them locally.
-  struct Pending {
-    size_t channel;
-    double free_s;
-  };
-  Pending pending[8];
-  size_t num_pending = 0;
+  // This op's new transfers, booked here as place() would book them, in input order.
+  pending_.clear();
   for (uint32_t j = input_begin_[op.value()]; j < input_begin_[op.value() + 1]; ++j) {
     const uint32_t t = inputs_[j];
     const OpId p = OpId::from_index(producer_[t]);
@@ -219,19 +234,9 @@ double ListSchedule::start_s(OpId op, DeviceId d) const {
     if (!link) return kInfiniteTime;
     const size_t c = cluster_.channel_index(from, d);
     const double duration = transfer_time_s(tensor_bytes_[t], *link);
-    size_t slot = num_pending;
-    for (size_t s = 0; s < num_pending; ++s) {
-      if (pending[s].channel == c) slot = s;
-    }
-    const double earliest =
-        slot < num_pending ? std::max(produced, pending[slot].free_s) : produced;
-    const double end = channel_start_s(c, earliest, duration) + duration;
-    if (slot < num_pending) {
-      pending[slot].free_s = end;
-    } else if (num_pending < 8) {
-      pending[num_pending++] = {c, end};
-    }
-    ready = std::max(ready, end);
+    const double start = pending_channel_start_s(c, produced, duration, pending_);
+    pending_.push_back({c, start, start + duration});
+    ready = std::max(ready, start + duration);
   }
   return device_available_s(d, ready, costs_.time_s(op, d));
 }
@@ -262,6 +267,7 @@ void ListSchedule::materialize(OpId source, DeviceId d) {
   device_[i] = d;
   finish_[i] = 0;
   ++num_placed_;
+  last_materialized_.push_back(source);
   live_[d.value()] += output_total_[i];
   peak_live_[d.value()] = std::max(peak_live_[d.value()], live_[d.value()]);
   for (uint32_t t = tensor_begin_[i]; t < tensor_begin_[i + 1]; ++t) {
@@ -273,6 +279,7 @@ void ListSchedule::place(OpId op, DeviceId d, double not_before_s) {
   const size_t i = op.value();
   const size_t dv = d.value();
   DPLACE_CHECK(!placed(op)) << "op placed twice";
+  last_materialized_.clear();
   if (deferred_[i]) {
     materialize(op, d);
     return;
@@ -384,6 +391,14 @@ Placement ListSchedule::placement() {
   }
   DPLACE_CHECK(num_placed_ == graph_.num_ops()) << "schedule incomplete";
   return Placement{device_};
+}
+
+bool is_free_source(const Graph& graph, const GroupGraph& groups, const CostTable& costs, OpId op) {
+  if (!graph.predecessors(op).empty()) return false;
+  for (DeviceId d : groups.allowed(graph.group_of(op))) {
+    if (costs.time_s(op, d) != 0) return false;
+  }
+  return true;
 }
 
 std::vector<double> upward_ranks(const PlaceRequest& request, bool with_communication) {

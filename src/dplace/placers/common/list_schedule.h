@@ -77,6 +77,9 @@ class ListSchedule {
   bool placed(OpId op) const { return device_[op.value()].valid(); }
   // A free source waiting for its first consumer (see the file comment); callers skip it.
   bool deferred(OpId op) const { return deferred_[op.value()] && !placed(op); }
+  // The deferred sources the last place() call placed (an input of the op, or a member of a
+  // group it pinned). Their readers' start times change on every device, not only the op's.
+  std::span<const OpId> materialized_by_last_place() const { return last_materialized_; }
   DeviceId device(OpId op) const { return device_[op.value()]; }
   double finish_s(OpId op) const { return finish_[op.value()]; }
   size_t num_placed() const { return num_placed_; }
@@ -104,6 +107,16 @@ class ListSchedule {
   static void insert_interval(std::vector<Interval>& busy, double start_s, double end_s);
   double device_available_s(DeviceId d, double ready_s, double duration_s) const;
   double channel_start_s(size_t channel, double ready_s, double duration_s) const;
+  // A transfer start_s() considers, before place() books it.
+  struct PendingTransfer {
+    size_t channel;
+    double start_s;
+    double end_s;
+  };
+  // channel_start_s() with the transfers in `pending` booked too, as place() books them in turn:
+  // behind the last one on the channel, or with insertion in any gap left by them.
+  double pending_channel_start_s(size_t channel, double ready_s, double duration_s,
+                                 const std::vector<PendingTransfer>& pending) const;
   // The device a deferred source goes to when its consumer goes to d.
   DeviceId deferred_device(OpId source, DeviceId d) const;
   void pin_group(GroupId g, DeviceId d);  // reserves its params, places its deferred ops
@@ -146,7 +159,13 @@ class ListSchedule {
   std::vector<int64_t> reserved_params_;
   std::vector<int64_t> live_;
   std::vector<int64_t> peak_live_;
+  std::vector<OpId> last_materialized_;
+  mutable std::vector<PendingTransfer> pending_;  // start_s() scratch
 };
+
+// Whether op is a free source: no inputs and no time on any device its group allows (a variable,
+// an input, a constant). The list schedulers defer these (see ListSchedule).
+bool is_free_source(const Graph& graph, const GroupGraph& groups, const CostTable& costs, OpId op);
 
 // Rank of each op for list-scheduling priorities: rank(i) = w(i) + max over successors j of
 // (c(i, j) + rank(j)), where w(i) is i's mean time over its allowed devices and c(i, j) is the

@@ -184,6 +184,53 @@ std::unique_ptr<PlacerCase> wide_case(int width) {
       make_cluster("two-gpus", {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}), 0.0);
 }
 
+std::unique_ptr<PlacerCase> shared_weight_case() {
+  GraphBuilder b("shared_weight", "test");
+  Op w = timed("W", {}, 0.0, 0.0, int64_t(2 * kGB));
+  w.type = "Input";
+  const OpId iw = b.add_op(std::move(w));
+  for (const char* name : {"A", "B"}) {
+    Op op = timed(name, {{iw, 0}}, 1.0, 1.0, 4);
+    op.devices = {"gpu"};
+    b.add_op(std::move(op));
+  }
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(),
+      make_cluster("cpu-two-gpus",
+                   {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}),
+      2.0);
+}
+
+std::unique_ptr<PlacerCase> link_gap_case() {
+  GraphBuilder b("link_gap", "test");
+  auto on_gpu0 = [](Op op) {
+    op.devices = {"/gpu:0"};
+    return op;
+  };
+  const OpId x = b.add_op(on_gpu0(timed("X", {}, 1.0, 1.0, int64_t(0.4 * kGB))));
+  const OpId y = b.add_op(on_gpu0(timed("Y", {}, 0.5, 0.5, int64_t(0.5 * kGB))));
+  b.add_op(on_gpu0(timed("D", {{x, 0}}, 0.7, 0.7, 4)));
+  b.add_op(timed("C", {{y, 0}, {x, 0}}, 0.5, 0.5, 4));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(),
+      make_cluster("two-gpus", {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}), 2.5);
+}
+
+std::unique_ptr<PlacerCase> restricted_fill_case() {
+  GraphBuilder b("restricted_fill", "test");
+  for (int i = 0; i < 6; ++i) {
+    Op op = timed(fmt::format("o{}", i), {}, 1.0, 1.0, 4);
+    op.param_bytes = int64_t(10 * kGB);
+    if (i == 3) op.devices = {"/gpu:0", "/gpu:2"};
+    b.add_op(std::move(op));
+  }
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(),
+      make_cluster("three-gpus",
+                   {gpu("/gpu:0", 40 * kGB), gpu("/gpu:1", 40 * kGB), gpu("/gpu:2", 40 * kGB)}),
+      2.0);
+}
+
 PlaceRequest case_request(const PlacerCase& c) {
   PlaceRequest request;
   request.graph = &c.graph();

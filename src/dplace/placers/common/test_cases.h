@@ -21,6 +21,14 @@
 //    limits: its optimum is not worked out (optimum_s() is 0).
 //  * lone_op: /cpu:0 listed before /gpu:0, and one op (1 s on the GPU, 10 s on the CPU). Optimum
 //    1 s; a placer that leaves an unpartitioned graph on the first device gets 10 s.
+//  * shared_weight: /cpu:0, /gpu:0, /gpu:1. W (an input: no time, a 2 GB tensor) feeds A and B
+//    (GPU only, 1 s each). Optimum 2 s: all three on one GPU; B on the other GPU waits 2 s for W.
+//  * link_gap: /gpu:0, /gpu:1. X (1 s, 0.4 GB out) and Y (0.5 s, 0.5 GB out) are fixed to /gpu:0,
+//    and so is D (0.7 s, reads X); C (0.5 s) reads Y then X. /gpu:0 runs X 0-1, Y 1-1.5, D
+//    1.5-2.2, so C ends there at 2.7 s; on /gpu:1 it ends at 2.5 s: Y arrives 1.5-2.0 and X goes
+//    first, 1.0-1.4, though C lists it second. Optimum 2.5 s.
+//  * restricted_fill: /gpu:0-2 of 40 GB; six independent ops o0-o5 (1 s, 10 GB of params each),
+//    o3 allowed on /gpu:0 and /gpu:2 only. m-topo's share is 60/3 + 10 = 30 GB a GPU. Optimum 2 s.
 //
 // Thread safety: a PlacerCase is immutable after construction.
 #pragma once
@@ -71,6 +79,9 @@ std::unique_ptr<PlacerCase> cpu_only_case();
 std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb = 0);
 std::unique_ptr<PlacerCase> lone_op_case();
 std::unique_ptr<PlacerCase> wide_case(int width);
+std::unique_ptr<PlacerCase> shared_weight_case();
+std::unique_ptr<PlacerCase> link_gap_case();
+std::unique_ptr<PlacerCase> restricted_fill_case();
 
 struct PlacerRun {
   PlaceResult result;

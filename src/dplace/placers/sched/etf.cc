@@ -33,7 +33,8 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
   }
 
   // Start time of every ready op on every device; after a placement on d only the column of d
-  // (device availability, channels into d, arrivals at d) changes.
+  // (device availability, channels into d, arrivals at d) changes, and the rows of the readers
+  // of the sources placed with it.
   std::vector<double> start(n * nd, kInfiniteTime);
   std::vector<OpId> ready;
   std::vector<uint8_t> is_ready(n, 0);
@@ -178,6 +179,14 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
       if (child >= 0 && !schedule.placed(OpId::from_index(child))) reserved_for[d.value()] = child;
     }
     for (OpId other : ready) refresh(other, d);
+    // A source placed with op (a weight, an input) now sends its tensor from one device, so its
+    // other ready readers' starts change on every device.
+    for (OpId source : schedule.materialized_by_last_place()) {
+      for (OpId reader : graph.successors(source)) {
+        if (!is_ready[reader.value()]) continue;
+        for (DeviceId e : schedule.devices_for(reader)) refresh(reader, e);
+      }
+    }
     admit();
   }
   outcome.placement = schedule.placement();

@@ -59,6 +59,16 @@ TEST_P(ListSchedulerTest, RejectsAnUnknownParam) {
   EXPECT_THROW(run_placer(*c, GetParam(), {.params = {{"memory", "1"}}}), ConfigError);
 }
 
+TEST_P(ListSchedulerTest, KeepsTheReadersOfASharedWeightTogether) {
+  // Placing A puts W on A's GPU; B must then see W there (2 s away from the other GPU), not as
+  // present everywhere, which it was before W was placed.
+  auto c = shared_weight_case();
+  const PlacerRun run = run_placer(*c, GetParam());
+  EXPECT_EQ(run.result.placement[c->op("A")], run.result.placement[c->op("B")])
+      << describe(*c, run.result.placement);
+  EXPECT_DOUBLE_EQ(run.sim.step_time_s, c->optimum_s());
+}
+
 INSTANTIATE_TEST_SUITE_P(Optimal, ListSchedulerTest, ::testing::Values("heft", "m-etf", "m-sct"));
 
 // m-sct is not here: its favourite child follows the parent (m_sct_test.cc).
@@ -92,6 +102,17 @@ TEST(HeftPlacerTest, UsesTheCpuWhenItFinishesEarlier) {
   const PlacerRun run = run_placer(c, "heft");
   EXPECT_EQ(describe(c, run.result.placement), "big=/gpu:0 small=/cpu:0");
   EXPECT_DOUBLE_EQ(run.sim.step_time_s, 10.0);
+}
+
+TEST(HeftPlacerTest, ATransferMayFillAnEarlierGapOfItsLinkInTheEstimateToo) {
+  // On /gpu:1, C's second input X may cross the link before its first, Y (1.0-1.4 s, then Y
+  // 1.5-2.0 s): C ends at 2.5 s there against 2.7 s on /gpu:0. HEFT must estimate the transfers as
+  // it books them; queueing X behind Y in the estimate (ending at 2.9 s) kept C on /gpu:0.
+  auto c = link_gap_case();
+  const PlacerRun run = run_placer(*c, "heft");
+  EXPECT_EQ(run.result.placement[c->op("C")], c->device("/gpu:1"))
+      << describe(*c, run.result.placement);
+  EXPECT_DOUBLE_EQ(run.sim.step_time_s, c->optimum_s());
 }
 
 }  // namespace

@@ -17,9 +17,9 @@ namespace {
 
 // Tasks are ops with their fastest allowed time; an edge per (producer, consumer) op pair carries
 // the bytes the consumer reads from the producer at the mean link's latency and bandwidth. Edges
-// out of free sources (no inputs, no time: weights, inputs) are left out: the list schedule places
+// out of free sources (is_free_source: weights, inputs) are left out: the list schedule places
 // such an op with its first consumer anyway (ListSchedule's deferral), so no favourite is needed.
-SctLpProblem build_problem(const PlaceRequest& request) {
+SctLpProblem build_problem(const PlaceRequest& request, const GroupGraph& groups) {
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
   const MeanLinkCost link_cost = cluster.mean_link_cost();
@@ -28,7 +28,7 @@ SctLpProblem build_problem(const PlaceRequest& request) {
   for (size_t i = 0; i < graph.num_ops(); ++i) {
     const OpId op = OpId::from_index(i);
     problem.duration_s[i] = request.costs->fastest_time_s(op);
-    if (graph.predecessors(op).empty() && problem.duration_s[i] == 0) continue;
+    if (is_free_source(graph, groups, *request.costs, op)) continue;
     for (OpId s : graph.successors(op)) {
       problem.edges.push_back(
           {uint32_t(i), s.value(), link_cost.transfer_s(graph.bytes_between(op, s))});
@@ -62,7 +62,7 @@ class MSctPlacer final : public Placer {
                       request.graph->num_edges(), max_edges);
     } else {
       const auto start = std::chrono::steady_clock::now();
-      const SctLpProblem problem = build_problem(request);
+      const SctLpProblem problem = build_problem(request, groups);
       // The LP is the slow part (tens of seconds at 10^5 edges); it gets the budget, less a tenth
       // for the list scheduling after it.
       const double built_s =

@@ -16,6 +16,27 @@ TEST(MSctPlacerTest, ReportsTheLpRelaxationInItsNote) {
       << run.result.note;
 }
 
+TEST(MSctPlacerTest, KeepsTheEdgesOfASourceThatTakesTimeOnSomeDevice) {
+  // S has no inputs and takes no time on the CPU but 1 s on the GPU, so the list schedule places
+  // it like any op (it is not a free source) and the LP must give it its favourite child T.
+  GraphBuilder b("source", "test");
+  Op s;
+  s.name = "S";
+  s.output_bytes = {1000};
+  s.time_s = {{"gpu", 1.0}, {"cpu", 0.0}};
+  const OpId is = b.add_op(std::move(s));
+  Op t;
+  t.name = "T";
+  t.inputs = {{is, 0}};
+  t.output_bytes = {4};
+  t.time_s = {{"gpu", 1.0}, {"cpu", 1.0}};
+  b.add_op(std::move(t));
+  auto base = cpu_only_case();
+  const PlacerCase c(std::move(b).build(), base->cluster(), 0.0);
+  const PlacerRun run = run_placer(c, "m-sct");
+  EXPECT_NE(run.result.note.find("; 1 favourite children"), std::string::npos) << run.result.note;
+}
+
 TEST(MSctPlacerTest, SkipsTheLpAboveTheEdgeLimit) {
   auto c = two_chains_case();
   const PlacerRun run = run_placer(*c, "m-sct", {.params = {{"lp_max_edges", "2"}}});

@@ -62,10 +62,12 @@ ScheduleOutcome run_m_topo(const PlaceRequest& request, const GroupGraph& groups
         return offered(d) && used[d.value()] + need <= std::min(share, limits[d.value()]) &&
                schedule.fits(op, d);
       };
-      // Fill in order; a device the op may not use (a CPU-only op) does not end the current one.
-      if (cursor < order.size() && offered(order[cursor])) {
-        while (cursor < order.size() && !takes(order[cursor])) ++cursor;
-        if (cursor < order.size()) chosen = order[cursor];
+      // Fill in order: a device the op may use but that cannot take it is done; a device the op
+      // may not use (a CPU-only op, a restricted one) stays the current one for the next op,
+      // which it may take from there.
+      while (cursor < order.size() && offered(order[cursor]) && !takes(order[cursor])) ++cursor;
+      for (size_t next = cursor; next < order.size() && !chosen.valid(); ++next) {
+        if (takes(order[next])) chosen = order[next];
       }
       if (!chosen.valid()) {
         // Not an accelerator op, or every device is past its share: the allowed device with the

@@ -54,5 +54,15 @@ TEST(MTopoPlacerTest, KeepsTheCpuOnlyOpOnTheCpu) {
   EXPECT_NEAR(run.sim.step_time_s, c->optimum_s(), 1e-9);
 }
 
+TEST(MTopoPlacerTest, ADeviceARestrictedOpMayNotUseStaysTheCurrentOne) {
+  // o0-o2 fill /gpu:0's 30 GB share. o3 may not use /gpu:1, so it goes on to /gpu:2, but /gpu:1
+  // stays the current device: o4 and o5 fill it instead of joining o3.
+  auto c = restricted_fill_case();
+  const PlacerRun run = run_placer(*c, "m-topo");
+  EXPECT_EQ(describe(*c, run.result.placement),
+            "o0=/gpu:0 o1=/gpu:0 o2=/gpu:0 o3=/gpu:2 o4=/gpu:1 o5=/gpu:1");
+  EXPECT_DOUBLE_EQ(run.sim.step_time_s, 3.0);
+}
+
 }  // namespace
 }  // namespace dplace::testing
