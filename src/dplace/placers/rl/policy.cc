@@ -226,10 +226,10 @@ struct Trace {
   std::vector<ChunkTrace> chunks;
 };
 
-// A checkpoint file is one header line, "dplace.rl-checkpoint/2 SIZE HASH\n" (SIZE bytes of
+// A checkpoint file is one header line, "dplace.rl-checkpoint/3 SIZE HASH\n" (SIZE bytes of
 // payload, HASH its FNV-1a in hex), then LibTorch's archive. LibTorch does not check its archive
 // before parsing it, and some damage crashes its parser, so the hash is checked first.
-constexpr std::string_view kCheckpointMagic = "dplace.rl-checkpoint/2";
+constexpr std::string_view kCheckpointMagic = "dplace.rl-checkpoint/3";
 
 // The payload's FNV-1a as 16 hex digits, the header's HASH.
 std::string checkpoint_checksum(const std::string& payload) {
@@ -242,18 +242,25 @@ void write_checkpoint_file(const std::string& path, torch::serialize::OutputArch
   std::ostringstream payload_stream;
   root.save_to(payload_stream);
   const std::string payload = payload_stream.str();
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  // Written beside it and renamed over it: a run killed while writing keeps its last checkpoint.
+  const std::string temporary = path + ".tmp";
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
   out << kCheckpointMagic << ' ' << payload.size() << ' ' << checkpoint_checksum(payload) << '\n'
       << payload;
   out.close();
-  if (!out) throw ConfigError(fmt::format("checkpoint '{}': cannot write the file", path));
+  std::error_code ec;
+  if (out) std::filesystem::rename(temporary, path, ec);
+  if (!out || ec) {
+    std::filesystem::remove(temporary, ec);
+    throw ConfigError(fmt::format("checkpoint '{}': cannot write the file", path));
+  }
 }
 
 // Checks the header and the hash, then parses the payload into `root`.
 void read_checkpoint_file(const std::string& path, torch::serialize::InputArchive& root) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError(fmt::format("checkpoint '{}': is a directory, not a file", path));
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ConfigError(fmt::format("checkpoint '{}': not a regular file", path));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("checkpoint '{}': cannot open file", path));
@@ -291,7 +298,7 @@ TrainerState read_state(torch::serialize::InputArchive& root, const std::string&
   root.read("state_ints", ints);
   root.read("state_doubles", doubles);
   root.read("best_actions", best);
-  if (ints.numel() != 9) {
+  if (ints.numel() != 9 || doubles.numel() != 4) {
     throw ConfigError(fmt::format("checkpoint '{}': not written by this version of dplace", path));
   }
   TrainerState state;
@@ -308,6 +315,7 @@ TrainerState read_state(torch::serialize::InputArchive& root, const std::string&
   state.baseline = doubles[0].item<double>();
   state.best_step_time_s = doubles[1].item<double>();
   state.elapsed_s = doubles[2].item<double>();
+  state.oom_step_time_s = doubles[3].item<double>();
   for (int64_t i = 0; i < best.numel(); ++i) {
     state.best_actions.push_back(static_cast<int32_t>(best[i].item<int64_t>()));
   }
@@ -588,7 +596,12 @@ struct TorchPolicy::Impl {
             if (row[d] > 0 && (choice < 0 || row[d] > row[choice])) choice = d;
           }
         }
-        DPLACE_CHECK(choice >= 0) << "policy produced no allowed device for group " << t;
+        if (choice < 0) {
+          throw ConfigError(fmt::format(
+              "rl: the policy's probabilities for group {} are not numbers: the learning diverged "
+              "(try a smaller lr, entropy or imitation)",
+              t));
+        }
         ch.actions[static_cast<size_t>(k) * G + t] = choice;
         if (t + 1 == G) continue;
         size_t next = next0;
@@ -1007,10 +1020,10 @@ void TorchPolicy::save(const std::string& path, const TrainerState& state) const
                                          fingerprint, state.restarts, state.samples_at_restart,
                                          state.stalled_updates, state.level, state.refinements},
                     torch::kInt64));
-  root.write(
-      "state_doubles",
-      torch::tensor(std::vector<double>{state.baseline, state.best_step_time_s, state.elapsed_s},
-                    torch::kFloat64));
+  root.write("state_doubles",
+             torch::tensor(std::vector<double>{state.baseline, state.best_step_time_s,
+                                               state.elapsed_s, state.oom_step_time_s},
+                           torch::kFloat64));
   std::vector<int64_t> best(state.best_actions.begin(), state.best_actions.end());
   root.write("best_actions", torch::tensor(best, torch::kInt64));
   try {

@@ -67,7 +67,10 @@ struct TrainerState {
   int64_t samples = 0;
   double baseline = 0;
   bool has_baseline = false;
-  double best_step_time_s = 0;        // penalised step time of best_actions
+  double best_step_time_s = 0;  // penalised step time of best_actions
+  // Step time charged to an OOM placement (0: not set yet). Without oom-time it rises to twice
+  // the slowest fitting step time measured, so every fitting placement beats every OOM one.
+  double oom_step_time_s = 0;
   std::vector<int32_t> best_actions;  // one device index per group; empty: none yet
   double elapsed_s = 0;               // wall time spent before this run
   uint64_t fingerprint = 0;           // identifies graph, grouping and configuration

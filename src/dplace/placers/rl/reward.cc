@@ -46,18 +46,31 @@ class SimulatorRewardSource final : public RewardSource {
 
 // What a finished (or killed) command left.
 struct CommandRun {
-  std::string output;  // its standard output
-  std::string errors;  // the end of its standard error (at most kErrorBytesKept bytes)
+  std::string output;  // the end of its standard output (at most 2 * kBytesKept bytes)
+  std::string errors;  // the end of its standard error (at most 2 * kBytesKept bytes)
   int status = -1;     // waitpid's status
   bool timed_out = false;
 };
 
-// A measuring program may log freely on stderr; only the end is kept, for the error message.
-constexpr size_t kErrorBytesKept = 4096;
+// A measuring program may print and log freely; only the end of each stream is kept (the step
+// time is on the last line of its output, the error message names the last line of each).
+constexpr size_t kBytesKept = 4096;
 
-// Runs `command` with /bin/sh -c in a process group of its own, collecting its standard output
-// and standard error, and kills the group (SIGKILL) at `deadline`. Throws ConfigError when it
-// cannot be started.
+// Reads what `fd` has now into `text` (keeping its end); false at the end of the stream.
+bool read_some(int fd, std::string& text) {
+  char buffer[4096];
+  const ssize_t n = read(fd, buffer, sizeof buffer);
+  if (n < 0 && errno == EINTR) return true;
+  if (n <= 0) return false;
+  text.append(buffer, static_cast<size_t>(n));
+  if (text.size() > 2 * kBytesKept) text.erase(0, text.size() - kBytesKept);
+  return true;
+}
+
+// Runs `command` with /bin/sh -c in a process group of its own, collecting the ends of its
+// standard output and standard error, and kills the group (SIGKILL) at `deadline`. The run ends
+// when the shell exits: a process it left running in the background may hold the pipes open, and
+// what it writes after that is not read. Throws ConfigError when the command cannot be started.
 CommandRun run_command(const std::string& command, std::chrono::steady_clock::time_point deadline,
                        const std::string& described) {
   int out_fds[2];
@@ -98,50 +111,47 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
   CommandRun run;
   pollfd streams[2] = {{.fd = out_fds[0], .events = POLLIN, .revents = 0},
                        {.fd = err_fds[0], .events = POLLIN, .revents = 0}};
-  char buffer[4096];
-  // Until both streams are closed (a negative fd is ignored by poll) or the deadline passes.
-  while (streams[0].fd >= 0 || streams[1].fd >= 0) {
+  auto read_ready = [&](int timeout_ms) {
+    const int ready = poll(streams, 2, timeout_ms);
+    if (ready <= 0) return false;
+    for (int i = 0; i < 2; ++i) {
+      if (streams[i].fd < 0 || streams[i].revents == 0) continue;
+      if (!read_some(streams[i].fd, i == 0 ? run.output : run.errors)) {
+        close(streams[i].fd);  // end of this stream (the command may still be running)
+        streams[i].fd = -1;
+      }
+    }
+    return true;
+  };
+  bool exited = false;
+  while (!exited) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       kill(-pid, SIGKILL);
       run.timed_out = true;
+      waitpid(pid, &run.status, 0);
       break;
     }
-    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    const int ready =
-        poll(streams, 2, static_cast<int>(std::min<int64_t>(left_ms.count() + 1, 60000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (streams[i].fd < 0 || streams[i].revents == 0) continue;
-      const ssize_t n = read(streams[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        std::string& text = i == 0 ? run.output : run.errors;
-        text.append(buffer, static_cast<size_t>(n));
-        if (i == 1 && text.size() > 2 * kErrorBytesKept)
-          text.erase(0, text.size() - kErrorBytesKept);
-      } else if (n == 0 || errno != EINTR) {
-        close(streams[i].fd);  // end of this stream (the command may still be running)
-        streams[i].fd = -1;
+    const pid_t done = waitpid(pid, &run.status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) {
+      exited = true;
+      // What the shell wrote before it exited: at most a pipe's buffer per stream (a background
+      // process still writing is cut off).
+      for (int reads = 0; reads < 64 && (streams[0].fd >= 0 || streams[1].fd >= 0); ++reads) {
+        if (!read_ready(0)) break;
       }
+    }
+    // Wake at least every 10 ms to see whether the shell has exited.
+    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    if (streams[0].fd >= 0 || streams[1].fd >= 0) {
+      read_ready(static_cast<int>(std::min<int64_t>(left_ms.count() + 1, 10)));
+    } else {
+      usleep(1000);
     }
   }
   for (const pollfd& stream : streams) {
     if (stream.fd >= 0) close(stream.fd);
   }
-  // Output closed before the deadline: wait for the exit, still bounded by the deadline.
-  while (!run.timed_out) {
-    const pid_t done = waitpid(pid, &run.status, WNOHANG);
-    if (done == pid) return run;
-    if (done < 0 && errno != EINTR) return run;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      kill(-pid, SIGKILL);
-      run.timed_out = true;
-      break;
-    }
-    usleep(1000);
-  }
-  waitpid(pid, &run.status, 0);
   return run;
 }
 
@@ -163,6 +173,18 @@ std::string last_line(const std::string& text) {
     end = start;
   }
   return "";
+}
+
+// `path` as one shell word: unchanged when it holds only characters the shell takes literally,
+// else in single quotes (a quote inside written as '\'').
+std::string shell_quoted(const std::string& path) {
+  if (path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                             "_./-+,:@%=") == std::string::npos) {
+    return path;
+  }
+  std::string quoted = "'";
+  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
 }
 
 class CommandRewardSource final : public RewardSource {
@@ -192,18 +214,19 @@ class CommandRewardSource final : public RewardSource {
     std::string path = fmt::format("{}/dplace-rl-XXXXXX.json", tmpdir ? tmpdir : "/tmp");
     const int fd = mkstemps(path.data(), 5);
     if (fd < 0) {
-      throw ConfigError(
-          fmt::format("measure-cmd: cannot create a temporary file: {}", std::strerror(errno)));
+      throw ConfigError(fmt::format("measure-cmd: cannot create a temporary file in {}: {}",
+                                    tmpdir ? tmpdir : "/tmp", std::strerror(errno)));
     }
     close(fd);
     {
       std::ofstream out(path);
       out << placement_json_text(graph_, cluster_, placement);
     }
+    const std::string quoted = shell_quoted(path);
     std::string command = command_;
     for (size_t at = command.find("{placement}"); at != std::string::npos;
-         at = command.find("{placement}", at + path.size())) {
-      command.replace(at, 11, path);
+         at = command.find("{placement}", at + quoted.size())) {
+      command.replace(at, 11, quoted);
     }
     auto deadline = limits_.deadline;
     if (limits_.timeout_s > 0) {
@@ -221,15 +244,17 @@ class CommandRewardSource final : public RewardSource {
     }
     std::remove(path.c_str());
     if (ran.timed_out) return {.step_time_s = 0, .feasible = false, .timed_out = true};
-    const std::string& output = ran.output;
     const int status = ran.status;
+    const std::string line = last_line(ran.output);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      throw ConfigError(fmt::format(
-          "measure-cmd '{}': exited with status {} (output: '{}'; last line on stderr: '{}')",
-          command_, WIFEXITED(status) ? WEXITSTATUS(status) : -1, trim(output),
-          last_line(ran.errors)));
+      const std::string how =
+          WIFSIGNALED(status)
+              ? fmt::format("was killed by signal {}", WTERMSIG(status))
+              : fmt::format("exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      throw ConfigError(
+          fmt::format("measure-cmd '{}': {} (last line of output: '{}'; last line on stderr: '{}')",
+                      command_, how, line, last_line(ran.errors)));
     }
-    const std::string line = last_line(output);
     std::string lower = line;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower.rfind("oom", 0) == 0) return {.step_time_s = 0, .feasible = false};
@@ -240,8 +265,8 @@ class CommandRewardSource final : public RewardSource {
         parse_end != line.c_str() + line.size() || !std::isfinite(seconds) || seconds <= 0) {
       throw ConfigError(fmt::format(
           "measure-cmd '{}': expected a step time in seconds or 'oom' as the last line of its "
-          "output, got '{}'",
-          command_, line));
+          "output, got '{}' (last line on stderr: '{}')",
+          command_, line, last_line(ran.errors)));
     }
     return {.step_time_s = seconds, .feasible = true};
   }

@@ -5,11 +5,12 @@
 //  * CommandRewardSource (--param measure-cmd='CMD {placement}'): runs an external command that
 //    executes the placement for real, as the paper measured with TensorFlow. For each placement
 //    it writes a dplace.placement/1 JSON file, replaces every "{placement}" in the command with
-//    its path, runs the command with /bin/sh -c and reads its standard output: the last
+//    its path (single-quoted when it holds a character the shell would interpret), runs the
+//    command with /bin/sh -c and reads its standard output until the shell exits: the last
 //    non-empty line is either a step time in seconds, or a line starting with "oom"
 //    (case-insensitive) for a placement that ran out of memory. Its standard error is captured,
-//    not shown. A non-zero exit status or any other output is an error (ConfigError naming the
-//    command, the output and the last line on standard error). A command still
+//    not shown. A non-zero exit status, a signal or any other output is an error (ConfigError
+//    naming the command and the last lines of its output and standard error). A command still
 //    running at its time limit (MeasureLimits) is killed with its whole process group and its
 //    placement reported as timed out.
 //

@@ -2,12 +2,17 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -47,6 +52,8 @@ int64_t parse_int(const std::string& key, const std::string& value, int64_t min_
   size_t used = 0;
   int64_t v = 0;
   try {
+    // std::stoll would skip leading blanks.
+    if (value.empty() || std::isspace(static_cast<unsigned char>(value[0]))) throw std::exception();
     v = std::stoll(value, &used);
   } catch (const std::exception&) {
     bad_param(key, value, expected);
@@ -63,39 +70,91 @@ const std::string& non_empty(const std::string& key, const std::string& value,
   return value;
 }
 
+// A number above min_value (or equal, when inclusive) and at most max_value.
 double parse_double(const std::string& key, const std::string& value, double min_value,
-                    bool inclusive) {
+                    bool inclusive, double max_value = INFINITY) {
   size_t used = 0;
   double v = 0;
-  const std::string expected = fmt::format("a number {} {}", inclusive ? ">=" : ">", min_value);
+  const std::string expected =
+      std::isfinite(max_value)
+          ? fmt::format("a number in {}{}, {}]", inclusive ? "[" : "(", min_value, max_value)
+          : fmt::format("a number {} {}", inclusive ? ">=" : ">", min_value);
   try {
+    if (value.empty() || std::isspace(static_cast<unsigned char>(value[0]))) throw std::exception();
     v = std::stod(value, &used);
   } catch (const std::exception&) {
     bad_param(key, value, expected);
   }
   if (used != value.size() || !std::isfinite(v) || v < min_value ||
-      (!inclusive && v == min_value)) {
+      (!inclusive && v == min_value) || v > max_value) {
     bad_param(key, value, expected);
   }
   return v;
 }
 
-// grouping_names: per CurvePoint::grouping, the name written in the CSV.
-void write_curve(const std::string& path, const std::vector<CurvePoint>& curve, bool append,
-                 const std::vector<std::string>& grouping_names) {
-  const bool exists = append && std::filesystem::exists(path);
-  std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
-  if (!out) throw ConfigError(fmt::format("--param curve={}: cannot write the file", path));
-  if (!exists) {
-    out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
-           "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts,level,grouping\n";
+constexpr const char* kCurveHeader =
+    "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
+    "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts,level,grouping\n";
+
+[[noreturn]] void cannot_write_curve(const std::string& path) {
+  throw ConfigError(
+      fmt::format("--param curve={}: cannot write the file: {}", path, std::strerror(errno)));
+}
+
+// Starts the learning curve before the run spends its budget: a new run writes the header (a path
+// that cannot be written fails now); a run resumed at `updates` keeps the rows up to that update
+// and drops later ones, written before an interruption, which it is about to redo.
+void start_curve(const std::string& path, bool resumed, int64_t updates) {
+  std::string kept = kCurveHeader;
+  std::ifstream in(path);
+  if (resumed && in) {
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      int64_t update = 0;
+      const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), update);
+      if (error == std::errc() && end != line.data() && update <= updates) kept += line + "\n";
+    }
   }
+  in.close();
+  std::ofstream out(path, std::ios::trunc);
+  out << kept;
+  out.close();
+  if (!out) cannot_write_curve(path);
+}
+
+// Appends rows to the curve begun by start_curve. grouping_names: per CurvePoint::grouping, the
+// name written in the CSV.
+void write_curve(const std::string& path, const std::vector<CurvePoint>& curve,
+                 const std::vector<std::string>& grouping_names) {
+  std::ofstream out(path, std::ios::app);
+  if (!out) cannot_write_curve(path);
   for (const CurvePoint& p : curve) {
     out << fmt::format(
         "{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g},{},{},{}\n", p.update,
         p.samples, p.elapsed_s, p.mean_step_time_s, p.batch_best_step_time_s, p.best_step_time_s,
         p.oom_fraction, p.entropy, p.baseline, p.policy_s, p.evaluate_s, p.restarts, p.level + 1,
         grouping_names[p.grouping]);
+  }
+  out.close();
+  if (!out) cannot_write_curve(path);
+}
+
+// Refuses a checkpoint path that could not be written, before the run spends its budget.
+void check_checkpoint_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    throw ConfigError(fmt::format("--param checkpoint={}: not a regular file", path));
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  if (!fs::is_directory(dir, ec)) {
+    throw ConfigError(fmt::format("--param checkpoint={}: no directory '{}'", path, dir));
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    throw ConfigError(fmt::format("--param checkpoint={}: cannot write in '{}': {}", path, dir,
+                                  std::strerror(errno)));
   }
 }
 
@@ -185,7 +244,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
   RlOptions o;
   const std::map<std::string, std::function<void(const std::string&, const std::string&)>> setters =
       {
-          {"groups", [&](auto& k, auto& v) { o.groups = parse_int(k, v, 1, 1 << 20); }},
+          {"groups", [&](auto& k, auto& v) { o.groups = parse_int(k, v, 2, 1 << 20); }},
           {"sole-consumer",
            [&](auto& k, auto& v) {
              if (v != "full" && v != "limited" && v != "chains" && v != "off")
@@ -209,7 +268,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
              o.shared_weights = v;
            }},
           {"batch",
-           [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1, 4096)); }},
+           [&](auto& k, auto& v) { o.batch = static_cast<int>(parse_int(k, v, 1, 1024)); }},
           {"levels",
            [&](auto& k, auto& v) { o.levels = static_cast<int>(parse_int(k, v, 1, 16)); }},
           {"restart-patience", [&](auto& k, auto& v) { o.restart_patience = parse_int(k, v, 0); }},
@@ -218,16 +277,17 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"samples", [&](auto& k, auto& v) { o.max_samples = parse_int(k, v, 0); }},
           {"enumerate", [&](auto& k, auto& v) { o.enumerate = parse_int(k, v, 0, 1 << 20); }},
           {"hidden",
-           [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1, 4096)); }},
+           [&](auto& k, auto& v) { o.hidden = static_cast<int>(parse_int(k, v, 1, 1024)); }},
           {"embedding",
            [&](auto& k, auto& v) {
-             o.device_embedding = static_cast<int>(parse_int(k, v, 1, 4096));
+             o.device_embedding = static_cast<int>(parse_int(k, v, 1, 1024));
            }},
-          {"lr", [&](auto& k, auto& v) { o.learning_rate = parse_double(k, v, 0, false); }},
+          {"lr", [&](auto& k, auto& v) { o.learning_rate = parse_double(k, v, 0, false, 1); }},
           {"clip", [&](auto& k, auto& v) { o.grad_clip = parse_double(k, v, 0, true); }},
-          {"entropy", [&](auto& k, auto& v) { o.entropy_weight = parse_double(k, v, 0, true); }},
+          {"entropy",
+           [&](auto& k, auto& v) { o.entropy_weight = parse_double(k, v, 0, true, 100); }},
           {"entropy-final",
-           [&](auto& k, auto& v) { o.entropy_final = parse_double(k, v, 0, true); }},
+           [&](auto& k, auto& v) { o.entropy_final = parse_double(k, v, 0, true, 100); }},
           {"entropy-samples", [&](auto& k, auto& v) { o.entropy_samples = parse_int(k, v, 0); }},
           {"baseline-decay",
            [&](auto& k, auto& v) {
@@ -240,7 +300,7 @@ RlOptions rl_options_from_params(const std::map<std::string, std::string>& param
           {"threads", [&](auto& k, auto& v) { o.threads = parse_int(k, v, 1, 256); }},
           {"chunk",
            [&](auto& k, auto& v) { o.chunk = static_cast<int>(parse_int(k, v, 0, 4096)); }},
-          {"imitation", [&](auto& k, auto& v) { o.imitation = parse_double(k, v, 0, true); }},
+          {"imitation", [&](auto& k, auto& v) { o.imitation = parse_double(k, v, 0, true, 100); }},
           {"checkpoint", [&](auto& k, auto& v) { o.checkpoint = non_empty(k, v, "a file name"); }},
           {"checkpoint-every",
            [&](auto& k, auto& v) {
@@ -301,6 +361,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // stays out of the budget, the samples per second and the curve's times, as starting the process
   // does.
   load_torch_module();
+  if (!options.checkpoint.empty()) check_checkpoint_path(options.checkpoint);
   const auto start = Clock::now();
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
@@ -456,10 +517,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     policy->use_parallel_for(parallel_for_on(pool));
     return policy;
   };
-  // Fits the policy to one placement by maximum likelihood (a warm start).
+  // Fits the policy to one placement by maximum likelihood (a warm start), within the budget.
   auto imitate = [&](Policy& policy, const std::vector<int32_t>& target) {
     const std::vector<double> one = {1.0};
-    for (int i = 0; i < options.init_steps; ++i) policy.update(target, one, 0.0);
+    for (int i = 0; i < options.init_steps && seconds_since(start) < request.budget_seconds; ++i)
+      policy.update(target, one, 0.0);
   };
 
   // Names alone let a checkpoint resume on a graph or cluster that was edited under the same name
@@ -476,6 +538,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       fp.add(bits(costs.time_s(op, DeviceId::from_index(d))));
     }
     for (int64_t bytes : graph.op(op).output_bytes) fp.add(static_cast<uint64_t>(bytes));
+    for (const TensorRef& in : graph.op(op).inputs) {
+      fp.add(in.op.value());
+      fp.add(in.output);
+    }
     fp.add(static_cast<uint64_t>(graph.op(op).param_bytes));
     fp.add(static_cast<uint64_t>(graph.op(op).temp_bytes));
   }
@@ -519,8 +585,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         return "negative or inconsistent counters";
       }
       if (!std::isfinite(state.baseline) || !std::isfinite(state.elapsed_s) ||
-          state.elapsed_s < 0) {
-        return "baseline or elapsed time is not a finite number";
+          state.elapsed_s < 0 || !std::isfinite(state.oom_step_time_s) ||
+          state.oom_step_time_s < 0) {
+        return "baseline, elapsed time or OOM step time is not a finite number";
       }
       if (state.best_actions.empty()) return {};
       if (state.best_actions.size() != static_cast<size_t>(G_base)) {
@@ -571,9 +638,27 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
                 {.timeout_s = options.measure_timeout_s,
                  .deadline = start + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(request.budget_seconds))});
-  const double oom_time_s = options.oom_step_time_s > 0
-                                ? options.oom_step_time_s
-                                : 2 * step_time_upper_bound_s(graph, cluster, costs);
+  // The step time charged to an OOM placement: oom-time when given; else twice an upper bound on
+  // any simulated step time, raised to twice the slowest fitting measurement (a measure-cmd's
+  // times need not be the simulator's), so that every fitting placement beats every OOM one.
+  if (options.oom_step_time_s > 0) {
+    state.oom_step_time_s = options.oom_step_time_s;
+  } else if (!(state.oom_step_time_s > 0)) {
+    state.oom_step_time_s = 2 * step_time_upper_bound_s(graph, cluster, costs);
+  }
+  const bool penalty_rises = !(options.oom_step_time_s > 0);
+  auto raise_penalty = [&](std::span<const Outcome> evaluated) {
+    for (const Outcome& o : evaluated) {
+      if (!penalty_rises || !o.feasible || 2 * o.step_time_s <= state.oom_step_time_s) continue;
+      // A best placement that is OOM is charged the new penalty too.
+      if (!state.best_actions.empty() && state.best_step_time_s >= state.oom_step_time_s)
+        state.best_step_time_s = 2 * o.step_time_s;
+      state.oom_step_time_s = 2 * o.step_time_s;
+    }
+  };
+  auto penalised_time = [&](const Outcome& o) {
+    return o.feasible ? o.step_time_s : state.oom_step_time_s;
+  };
   const double reference_s = simulator.lower_bound_s() > 0 ? simulator.lower_bound_s() : 1.0;
   auto reward_of = [&](double penalised_s) { return -std::sqrt(penalised_s / reference_s); };
 
@@ -593,7 +678,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     fill(p, grouping, group_devices.data());
     std::vector<Outcome> one(1);
     source->evaluate(std::span<const Placement>(&p, 1), one);
-    return one[0].feasible ? one[0].step_time_s : oom_time_s;
+    raise_penalty(one);
+    return penalised_time(one[0]);
   };
 
   // The warm start's own placement is the first candidate for the best placement.
@@ -620,11 +706,13 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   const int64_t updates_at_start = state.updates;
   double decoder_rows_sum = 0;  // see RlRun::decoder_rows_fraction
   double last_progress = -1e9;
+  int64_t last_progress_update = -1;
   auto print_progress = [&](const CurvePoint& p, bool force) {
-    if (!request.progress) return;
+    if (!request.progress || p.update == last_progress_update) return;
     const double now = seconds_since(start);
     if (!force && now - last_progress < options.progress_seconds) return;
     last_progress = now;
+    last_progress_update = p.update;
     const double total = std::max(p.policy_s + p.evaluate_s, 1e-12);
     fmt::print(stderr,
                "rl: update {} samples {} ({:.1f}/s) best {} mean {} oom {:.0f}% entropy {:.3f} "
@@ -670,9 +758,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         for (size_t j = 0; j < batch.size(); ++j) fill(placements[j], base, batch[j].data());
         source->evaluate(std::span<const Placement>(placements.data(), batch.size()),
                          std::span<Outcome>(outcomes.data(), batch.size()));
+        raise_penalty(std::span<const Outcome>(outcomes.data(), batch.size()));
         for (size_t j = 0; j < batch.size(); ++j) {
           run.measure_timeouts += outcomes[j].timed_out;
-          const double t = outcomes[j].feasible ? outcomes[j].step_time_s : oom_time_s;
+          const double t = penalised_time(outcomes[j]);
           if (state.best_actions.empty() || t < state.best_step_time_s) {
             state.best_step_time_s = t;
             state.best_actions = batch[j];
@@ -687,7 +776,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
   }
 
-  bool curve_appends = run.resumed;
+  if (!options.curve.empty()) start_curve(options.curve, run.resumed, state.updates);
   size_t curve_written = 0;
   while (run.enumerated == 0) {
     if (options.max_samples > 0 && state.samples >= options.max_samples) break;
@@ -705,6 +794,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     for (double& u : uniforms) u = rng.uniform01();
     // Self-imitation: the best placement so far rides along as one more (forced) row.
     const double best_before = state.best_actions.empty() ? INFINITY : state.best_step_time_s;
+    const bool best_before_fits = best_before < state.oom_step_time_s;
     const bool imitate_best = options.imitation > 0 && !best_here.empty();
     policy->sample(K, uniforms, actions,
                    imitate_best ? std::span<const int32_t>(best_here) : std::span<const int32_t>());
@@ -740,13 +830,16 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     double mean_time = 0;
     double batch_best = INFINITY;
     int oom = 0;
+    raise_penalty(std::span<const Outcome>(outcomes.data(), K));
+    bool improved = false;
     for (int k = 0; k < K; ++k) {
-      penalised[k] = outcomes[k].feasible ? outcomes[k].step_time_s : oom_time_s;
+      penalised[k] = penalised_time(outcomes[k]);
       oom += outcomes[k].feasible ? 0 : 1;
       mean_reward += reward_of(penalised[k]) / K;
       mean_time += penalised[k] / K;
       batch_best = std::min(batch_best, penalised[k]);
       if (state.best_actions.empty() || penalised[k] < state.best_step_time_s) {
+        improved = true;
         state.best_step_time_s = penalised[k];
         best_here.assign(actions.begin() + static_cast<ptrdiff_t>(k) * G,
                          actions.begin() + static_cast<ptrdiff_t>(k + 1) * G);
@@ -760,7 +853,10 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     advantages.assign(imitate_best ? K + 1 : K, 0.0);
     for (int k = 0; k < K; ++k) advantages[k] = reward_of(penalised[k]) - state.baseline;
     if (imitate_best) {
-      advantages[K] = options.imitation * std::max(0.0, reward_of(best_before) - state.baseline);
+      advantages[K] =
+          options.imitation *
+          std::max(0.0, reward_of(best_before_fits ? best_before : state.oom_step_time_s) -
+                            state.baseline);
     }
     if (options.normalize_advantages && K > 1) {
       double var = 0;
@@ -794,7 +890,6 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     // for restart_patience updates moves on: to the next finer level, warm-started on the best
     // placement, or, from the finest level, back to the coarsest with fresh weights (a restart),
     // of the next grouping when there are two.
-    const bool improved = state.best_step_time_s < best_before;
     bool restarted = false;
     if (options.restart_patience > 0) {
       const bool stalled = stats.entropy < options.restart_entropy && !improved;
@@ -845,29 +940,38 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     run.curve.push_back(p);
     print_progress(p, restarted);
 
-    if (state.updates % options.checkpoint_every == 0) save_checkpoint();
-    if (!options.curve.empty() && run.curve.size() - curve_written >= 50) {
+    // The curve is written before each checkpoint, so that a run resumed from it has every row
+    // up to it (rows after it, written before an interruption, are dropped on resuming).
+    const bool checkpoint_now =
+        !options.checkpoint.empty() && state.updates % options.checkpoint_every == 0;
+    if (!options.curve.empty() && (run.curve.size() - curve_written >= 50 ||
+                                   (checkpoint_now && curve_written < run.curve.size()))) {
       write_curve(options.curve,
                   std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
-                  curve_appends, run.groupings);
+                  run.groupings);
       curve_written = run.curve.size();
-      curve_appends = true;
     }
+    if (checkpoint_now) save_checkpoint();
   }
 
   // The greedy decoding of the final policy, returned if better than every sample.
+  // A measurement started after the budget would be killed at once; it is not started.
   run.greedy_group_devices =
       refine(grouping_at(state.restarts), static_cast<int>(state.level), policy->greedy());
-  run.greedy_step_time_s = evaluate_one(base, run.greedy_group_devices);
-  if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
-    state.best_step_time_s = run.greedy_step_time_s;
-    state.best_actions = run.greedy_group_devices;
+  run.greedy_evaluated =
+      options.measure_cmd.empty() || seconds_since(start) < request.budget_seconds;
+  if (run.greedy_evaluated) {
+    run.greedy_step_time_s = evaluate_one(base, run.greedy_group_devices);
+    if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
+      state.best_step_time_s = run.greedy_step_time_s;
+      state.best_actions = run.greedy_group_devices;
+    }
   }
   save_checkpoint();
-  if (!options.curve.empty() && (curve_written < run.curve.size() || !curve_appends)) {
+  if (!options.curve.empty() && curve_written < run.curve.size()) {
     write_curve(options.curve,
                 std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
-                curve_appends, run.groupings);
+                run.groupings);
   }
 
   run.samples = state.samples;
@@ -884,7 +988,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     run.best_feasible = r.feasible;
   }
   // The distinct samples simulated, the greedy decoding and the warm start.
-  run.result.evaluations = run.evaluations + 1 + (warm_start.empty() ? 0 : 1);
+  run.result.evaluations =
+      run.evaluations + (run.greedy_evaluated ? 1 : 0) + (warm_start.empty() ? 0 : 1);
   const double sps =
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   if (state.updates > updates_at_start) {
@@ -938,11 +1043,14 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   if (!options.measure_cmd.empty()) {
     // The step time printed with the result is the simulator's; say what was measured.
     run.result.note +=
-        state.best_step_time_s < oom_time_s
+        state.best_step_time_s < state.oom_step_time_s
             ? fmt::format("; best measured step time {}", format_seconds(state.best_step_time_s))
             : std::string(
                   "; no measured placement fit (every measurement was OOM "
                   "or killed): the placement returned is not known to run");
+  }
+  if (!run.greedy_evaluated) {
+    run.result.note += "; the final greedy placement was not measured (the budget was spent)";
   }
   if (!warm_start.empty()) {
     run.result.note += fmt::format("; warm start (expert on the groups) {}",

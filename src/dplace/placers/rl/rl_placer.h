@@ -191,6 +191,7 @@ struct RlRun {
   std::vector<int32_t> best_group_devices;    // device index per base group (base_groups)
   std::vector<int32_t> greedy_group_devices;  // the final policy's greedy decoding, ditto
   double greedy_step_time_s = 0;              // penalised
+  bool greedy_evaluated = true;               // false: measure-cmd and no budget left to measure it
   double warm_start_step_time_s = 0;          // penalised; init=expert only
   bool resumed = false;
   // Placements of the base groups when there are at most RlOptions::enumerate of them: all were

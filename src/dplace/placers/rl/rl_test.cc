@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -211,6 +212,11 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
       run(*p, 11, {{"samples", "48"}, {"batch", "8"}, {"checkpoint", ckpt}, {"curve", curve}});
   EXPECT_FALSE(first.resumed);
   ASSERT_TRUE(std::filesystem::exists(ckpt));
+  // Rows a run interrupted after its last checkpoint wrote are dropped and redone on resuming.
+  {
+    std::ofstream stale(curve, std::ios::app);
+    stale << "7,56,0,0,0,0,0,0,0,0,0,0,1,merged\n8,64,0,0,0,0,0,0,0,0,0,0,1,merged\n";
+  }
   const RlRun second =
       run(*p, 11, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}, {"curve", curve}});
   EXPECT_TRUE(second.resumed);
@@ -222,12 +228,16 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
   EXPECT_EQ(second.result.placement, straight.result.placement);
   EXPECT_EQ(second.best_step_time_s, straight.best_step_time_s);
 
-  // The CSV holds a header and all 12 updates, across both runs.
+  // The CSV holds a header and all 12 updates once each, across both runs.
   std::ifstream in(curve);
   std::string line;
+  std::getline(in, line);
   int lines = 0;
-  while (std::getline(in, line)) ++lines;
-  EXPECT_EQ(lines, 13);
+  while (std::getline(in, line)) {
+    ++lines;
+    EXPECT_EQ(line.substr(0, line.find(',')), std::to_string(lines)) << line;
+  }
+  EXPECT_EQ(lines, 12);
 
   // Already at 96 samples: a third run only reloads and returns the same best.
   const RlRun third = run(*p, 11, {{"samples", "96"}, {"batch", "8"}, {"checkpoint", ckpt}});
@@ -256,8 +266,41 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
   }
   const Problem slower_b2(std::move(b).build(), toy_cluster(int64_t{1} << 36));
   EXPECT_TRUE(refused(slower_b2));
+  // Or with an edge moved: T reads B1 instead of B2 (same ops, figures and groups).
+  GraphBuilder rewired("two_towers", "test");
+  for (size_t o = 0; o < edited.num_ops(); ++o) {
+    Op op = edited.op(OpId::from_index(o));
+    if (op.name == "T") op.inputs[1] = {*edited.find_op("B1"), 0};
+    rewired.add_op(std::move(op));
+  }
+  const Problem t_reads_b1(std::move(rewired).build(), toy_cluster(int64_t{1} << 36));
+  EXPECT_TRUE(refused(t_reads_b1));
   std::filesystem::remove(ckpt);
   std::filesystem::remove(curve);
+}
+
+// A checkpoint or curve that cannot be written is refused before the run spends its budget (it
+// used to fail at the first write, after 25 or 50 updates), and so is a curve that fills a disk.
+TEST(RlPlacerTest, UnwritableCheckpointOrCurveIsRefusedAtTheStart) {
+  const auto p = two_towers();
+  auto error_of = [&](const std::string& key, const std::string& path) {
+    try {
+      run(*p, 11, {{"samples", "8"}, {"batch", "8"}, {key, path}});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("checkpoint", "/nonexistent-dplace-dir/x.ckpt"),
+            "--param checkpoint=/nonexistent-dplace-dir/x.ckpt: no directory "
+            "'/nonexistent-dplace-dir'");
+  EXPECT_EQ(error_of("checkpoint", "/dev/null"),
+            "--param checkpoint=/dev/null: not a regular file");
+  EXPECT_NE(error_of("curve", "/nonexistent-dplace-dir/c.csv")
+                .find("--param curve=/nonexistent-dplace-dir/c.csv: cannot write the file"),
+            std::string::npos);
+  EXPECT_NE(error_of("curve", "/dev/full").find("--param curve=/dev/full: cannot write the file"),
+            std::string::npos);
 }
 
 // A damaged checkpoint is a ConfigError naming the file, never a crash (LibTorch's own reader can
@@ -298,7 +341,7 @@ TEST(RlPlacerTest, DamagedCheckpointIsAConfigError) {
     run(*p, 11, {{"samples", "8"}, {"batch", "8"}, {"checkpoint", dir}});
     ADD_FAILURE() << "a directory was read as a checkpoint";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
   }
   std::filesystem::remove(dir);
   std::filesystem::remove(ckpt);
@@ -520,8 +563,24 @@ TEST(RlPlacerTest, OptionsAreValidated) {
     rl_options_from_params({{"batch", "2147483648"}});
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "placer 'rl': --param batch=2147483648: expected an integer in [1, 4096]");
+              "placer 'rl': --param batch=2147483648: expected an integer in [1, 1024]");
   }
+  // Values the parser took that then aborted the run (lr past a float; an entropy or imitation
+  // weight whose gradients overflowed the policy), a group count the grouping would round up, and
+  // numbers with leading blanks.
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"lr", "1e38"},
+                                                        {"lr", "2"},
+                                                        {"entropy", "1e39"},
+                                                        {"entropy-final", "101"},
+                                                        {"imitation", "1e39"},
+                                                        {"groups", "1"},
+                                                        {"hidden", "1025"},
+                                                        {"groups", " 5"},
+                                                        {"lr", " 0.1"}}) {
+    EXPECT_THROW(rl_options_from_params({{key, value}}), ConfigError) << key << "=" << value;
+  }
+  EXPECT_DOUBLE_EQ(rl_options_from_params({{"lr", "1"}}).learning_rate, 1.0);
   const RlOptions o = rl_options_from_params({{"groups", "64"}, {"lr", "0.003"}});
   EXPECT_EQ(o.groups, 64u);
   EXPECT_DOUBLE_EQ(o.learning_rate, 0.003);
@@ -669,6 +728,27 @@ TEST(RlPlacerTest, PolishingIsOffForMeasuredRewards) {
 // The measured reward source: a script that reads the placement file and prints a step time.
 std::string script(const std::string& name) {
   return std::string("/usr/bin/python3 -S ") + DPLACE_RL_TEST_DATA_DIR + "/" + name;
+}
+
+// A command's times need not be the simulator's: measured in seconds where the simulator's step
+// times are microseconds, every fitting placement must still beat every OOM one, in the
+// enumeration and in the learning.
+TEST(RlPlacerTest, MeasuredTimesAboveTheSimulatorsStillBeatOom) {
+  const auto p = two_towers();
+  const std::string command = "grep -q '\"A1\": \"/gpu:1\"' {placement} && echo oom || echo 100";
+  for (const char* enumerate : {"256", "0"}) {
+    SCOPED_TRACE(enumerate);
+    const RlRun r = run(*p, 2,
+                        {{"samples", enumerate == std::string("0") ? "48" : "256"},
+                         {"batch", "8"},
+                         {"enumerate", enumerate},
+                         {"polish", "0"},
+                         {"measure-cmd", command}});
+    EXPECT_NE(r.result.note.find("best measured step time 100 s"), std::string::npos)
+        << r.result.note;
+    EXPECT_NE(r.result.placement[*p->graph.find_op("A1")], DeviceId(2));
+    EXPECT_DOUBLE_EQ(r.best_step_time_s, 100.0);
+  }
 }
 
 TEST(RlPlacerTest, MeasureCommandProvidesTheReward) {
@@ -854,8 +934,8 @@ TEST(RewardTest, CommandFailuresAreConfigErrors) {
     failing->evaluate(one, outcomes);
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("exited with status 3 (output: ''; last line on "
-                                         "stderr: 'simulated crash')"),
+    EXPECT_NE(std::string(e.what()).find("exited with status 3 (last line of output: ''; last "
+                                         "line on stderr: 'simulated crash')"),
               std::string::npos)
         << e.what();
   }
@@ -863,6 +943,75 @@ TEST(RewardTest, CommandFailuresAreConfigErrors) {
   // Decimal step times only: strtod alone took "0x10" as 16 s.
   auto hex = make_command_reward_source("echo 0x10 # {placement}", p->graph, p->cluster, pool);
   EXPECT_THROW(hex->evaluate(one, outcomes), ConfigError);
+}
+
+// What a command printed is named by its last lines, however much it printed; a shell killed by a
+// signal says so; a step time printed before a reply that is not one names stderr's last line.
+TEST(RewardTest, CommandErrorsNameTheLastLinesOfWhatItPrinted) {
+  const auto p = two_towers();
+  ThreadPool pool(1);
+  const std::vector<Placement> one = {single_device_placement(p->graph, DeviceId(1))};
+  std::vector<Outcome> outcomes(1);
+  auto error_of = [&](const std::string& command) {
+    try {
+      make_command_reward_source(command, p->graph, p->cluster, pool)->evaluate(one, outcomes);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string flood = error_of("seq 1 200000; exit 1 # {placement}");
+  EXPECT_LT(flood.size(), 300u) << flood.substr(0, 300);
+  EXPECT_NE(flood.find("exited with status 1 (last line of output: '200000'"), std::string::npos)
+      << flood.substr(0, 300);
+  const std::string killed = error_of("kill -9 $$ # {placement}");
+  EXPECT_NE(killed.find("was killed by signal 9"), std::string::npos) << killed;
+  const std::string garbage = error_of("echo 'CUDA error' >&2; echo step failed # {placement}");
+  EXPECT_NE(garbage.find("got 'step failed' (last line on stderr: 'CUDA error')"),
+            std::string::npos)
+      << garbage;
+}
+
+// {placement} becomes one shell word whatever the temporary directory's name holds; a command
+// that leaves a process running in the background is done when its shell exits.
+TEST(RewardTest, PlacementPathIsOneShellWordAndABackgroundProcessIsNotWaitedFor) {
+  const auto p = two_towers();
+  ThreadPool pool(1);
+  const std::vector<Placement> one = {single_device_placement(p->graph, DeviceId(1))};
+  std::vector<Outcome> outcomes(1);
+  const std::string dir = scratch_path("it's a dir");
+  std::filesystem::create_directories(dir);
+  {
+    // TMPDIR names the directory for this block, whatever it throws.
+    struct TmpdirOverride {
+      explicit TmpdirOverride(const std::string& dir) {
+        if (const char* old = std::getenv("TMPDIR")) saved = old;
+        setenv("TMPDIR", dir.c_str(), 1);
+      }
+      ~TmpdirOverride() {
+        if (saved) {
+          setenv("TMPDIR", saved->c_str(), 1);
+        } else {
+          unsetenv("TMPDIR");
+        }
+      }
+      std::optional<std::string> saved;
+    } override_tmpdir(dir);
+    make_command_reward_source(script("fake_measure.py") + " {placement}", p->graph, p->cluster,
+                               pool)
+        ->evaluate(one, outcomes);
+  }
+  EXPECT_TRUE(outcomes[0].feasible);
+  EXPECT_NEAR(outcomes[0].step_time_s, 1e-3, 1e-12);
+
+  const auto start = std::chrono::steady_clock::now();
+  make_command_reward_source("sleep 20 & echo 0.01 # {placement}", p->graph, p->cluster, pool,
+                             {.timeout_s = 10})
+      ->evaluate(one, outcomes);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  EXPECT_FALSE(outcomes[0].timed_out);
+  EXPECT_TRUE(outcomes[0].feasible);
+  EXPECT_DOUBLE_EQ(outcomes[0].step_time_s, 0.01);
 }
 
 // A measurement that hangs is killed at its time limit (or at the budget's deadline) and reported
