@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <queue>
 
 #include "dplace/core/error.h"
@@ -235,21 +236,32 @@ Graph GraphBuilder::build() && {
 
   // Every byte sum dplace forms (memory on a device, transfers, group-graph edges) is at most
   // this total, so bounding it keeps those int64 sums from overflowing.
-  double total_bytes = 0;
+  // Summed exactly, saturating at the int64 limit (the counts are not negative; a sum in doubles
+  // let totals just past 2^60 through).
+  int64_t total_bytes = 0;
+  auto add = [&](int64_t bytes, int64_t times) {
+    int64_t product = 0;
+    if (__builtin_mul_overflow(bytes, times, &product) ||
+        __builtin_add_overflow(total_bytes, product, &total_bytes)) {
+      total_bytes = std::numeric_limits<int64_t>::max();
+    }
+  };
   for (size_t i = 0; i < n; ++i) {
     const Op& op = g.ops_[i];
-    total_bytes += static_cast<double>(op.param_bytes) + static_cast<double>(op.temp_bytes);
+    add(op.param_bytes, 1);
+    add(op.temp_bytes, 1);
     for (size_t k = 0; k < op.output_bytes.size(); ++k) {
       const size_t t = g.tensor_offsets_[i] + k;
       const size_t uses = std::max<size_t>(1, g.consumer_offsets_[t + 1] - g.consumer_offsets_[t]);
-      total_bytes += static_cast<double>(op.output_bytes[k]) * static_cast<double>(uses);
+      add(op.output_bytes[k], static_cast<int64_t>(uses));
     }
   }
   if (total_bytes > kMaxGraphBytes) {
     throw GraphError(fmt::format(
-        "{}: the graph's byte counts add up to {:.3g} (parameters, temporaries, and outputs once "
-        "per consumer), more than the limit of {:.3g}",
-        source_, total_bytes, kMaxGraphBytes));
+        "{}: the graph's byte counts add up to {}{} (parameters, temporaries, and outputs once "
+        "per consumer), more than the limit of 2^60 = {}",
+        source_, total_bytes == std::numeric_limits<int64_t>::max() ? "at least " : "", total_bytes,
+        kMaxGraphBytes));
   }
 
   // Bytes accessed.

@@ -57,7 +57,7 @@ inline constexpr double kMaxOpBytesAccessed = 9e18;
 inline constexpr double kMaxOpSeconds = 1e6;
 // The most bytes a graph may add up to (parameters, temporaries, and outputs once per consumer):
 // 2^60, an exabyte, so that no sum of byte counts overflows int64.
-inline constexpr double kMaxGraphBytes = 1152921504606846976.0;
+inline constexpr int64_t kMaxGraphBytes = int64_t{1} << 60;
 
 struct Op {
   std::string name;

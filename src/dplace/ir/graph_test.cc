@@ -175,12 +175,20 @@ TEST(GraphTest, ByteTotalAboveTheLimitIsRejected) {
   b.add_op({.name = "z", .inputs = {{x, 0}}});
   b.add_op({.name = "w", .inputs = {{x, 0}}});
   EXPECT_EQ(build_error(std::move(b)),
-            "big.json: the graph's byte counts add up to 1.73e+18 (parameters, temporaries, and "
-            "outputs once per consumer), more than the limit of 1.15e+18");
+            "big.json: the graph's byte counts add up to 1729382256910270464 (parameters, "
+            "temporaries, and "
+            "outputs once per consumer), more than the limit of 2^60 = 1152921504606846976");
   GraphBuilder c("fits", "fits.json");
   const OpId a = c.add_op({.name = "a", .output_bytes = {int64_t{1} << 58}});
   c.add_op({.name = "b", .inputs = {{a, 0}}, .param_bytes = int64_t{1} << 58});
   EXPECT_NO_THROW(std::move(c).build());
+  // Exactly: one byte past 2^60 is refused (a sum in doubles let totals up to 2^60 + 127 through).
+  GraphBuilder d("edge", "edge.json");
+  d.add_op({.name = "p", .param_bytes = (int64_t{1} << 60) + 1});
+  EXPECT_NE(build_error(std::move(d)).find("more than the limit of 2^60"), std::string::npos);
+  GraphBuilder e("at", "at.json");
+  e.add_op({.name = "p", .param_bytes = int64_t{1} << 60});
+  EXPECT_NO_THROW(std::move(e).build());
 }
 
 TEST(GraphTest, NamesThatAreNotUtf8AreRejected) {
