@@ -248,7 +248,8 @@ class CommandRewardSource final : public RewardSource {
     const std::string line = last_line(ran.output);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       const std::string how =
-          WIFSIGNALED(status)
+          status == -1 ? std::string("could not be waited for")
+          : WIFSIGNALED(status)
               ? fmt::format("was killed by signal {}", WTERMSIG(status))
               : fmt::format("exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
       throw ConfigError(

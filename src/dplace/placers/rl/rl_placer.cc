@@ -732,6 +732,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     policy->save(options.checkpoint, s);
   };
 
+  if (!options.curve.empty()) start_curve(options.curve, run.resumed, state.updates);
+
   // A small space is enumerated (RlOptions::enumerate): every placement of the base groups, in
   // mixed-radix order over each group's allowed devices, evaluated in batches of K.
   {
@@ -776,7 +778,6 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
   }
 
-  if (!options.curve.empty()) start_curve(options.curve, run.resumed, state.updates);
   size_t curve_written = 0;
   while (run.enumerated == 0) {
     if (options.max_samples > 0 && state.samples >= options.max_samples) break;
