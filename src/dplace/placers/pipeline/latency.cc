@@ -331,34 +331,38 @@ LatencyResult latency_ilp(const PipelineProblem& p, const LatencyIlpOptions& opt
     }
     if (!cols.empty()) model.add_row(cols, coefs, S::kLessEqual, cap);
   }
-  // Contiguity of each accelerator's subgraph (the paper's z variables) over class edges.
-  std::vector<std::pair<uint32_t, uint32_t>> class_edges;
+  // Contiguity of each accelerator's subgraph (the paper's z variables) over the nodes' edges: a
+  // node's x is its class's. (Over the edges between classes, a class around another node, e.g.
+  // {1, 3} of the chain 1 -> 2 -> 3, made a cycle that kept node 2 off every accelerator.)
+  std::vector<std::pair<uint32_t, uint32_t>> node_edges;
   for (const PipelineTensor& t : p.tensors) {
     for (uint32_t c : t.consumers) {
-      const uint32_t a = cc.class_of_node[t.producer];
-      const uint32_t b = cc.class_of_node[c];
-      if (a != b) class_edges.emplace_back(a, b);
+      if (c != t.producer) node_edges.emplace_back(t.producer, c);
     }
   }
-  std::sort(class_edges.begin(), class_edges.end());
-  class_edges.erase(std::unique(class_edges.begin(), class_edges.end()), class_edges.end());
+  std::sort(node_edges.begin(), node_edges.end());
+  node_edges.erase(std::unique(node_edges.begin(), node_edges.end()), node_edges.end());
   for (size_t k = 0; k < K; ++k) {
-    std::vector<int> z(C);
-    for (size_t c = 0; c < C; ++c) {
-      z[c] = model.add_column(0, kInf, 0, false);
-      if (xk(c, k) >= 0) model.add_row({{z[c], 1.0}, {xk(c, k), -1.0}}, S::kGreaterEqual, 0.0);
+    std::vector<int> z(n);
+    for (size_t v = 0; v < n; ++v) {
+      z[v] = model.add_column(0, kInf, 0, false);
+      const int xv = xk(cc.class_of_node[v], k);
+      if (xv >= 0) model.add_row({{z[v], 1.0}, {xv, -1.0}}, S::kGreaterEqual, 0.0);
     }
-    for (const auto& [a, b] : class_edges) {
+    for (const auto& [a, b] : node_edges) {
       model.add_row({{z[b], 1.0}, {z[a], -1.0}}, S::kLessEqual, 0.0);
+      const uint32_t ca = cc.class_of_node[a];
+      const uint32_t cb = cc.class_of_node[b];
+      if (ca == cb) continue;  // z_b <= x_b - x_a + 1 holds trivially
       // z_b <= x_b - x_a + 1
       std::vector<int> cols = {z[b]};
       std::vector<double> coefs = {1.0};
-      if (xk(b, k) >= 0) {
-        cols.push_back(xk(b, k));
+      if (xk(cb, k) >= 0) {
+        cols.push_back(xk(cb, k));
         coefs.push_back(-1.0);
       }
-      if (xk(a, k) >= 0) {
-        cols.push_back(xk(a, k));
+      if (xk(ca, k) >= 0) {
+        cols.push_back(xk(ca, k));
         coefs.push_back(1.0);
       }
       model.add_row(cols, coefs, S::kLessEqual, 1.0);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "dplace/placers/pipeline/pipeline.h"
 #include "dplace/placers/pipeline/test_problems.h"
@@ -87,6 +88,57 @@ TEST(LatencyTest, IntegerProgramMatchesBruteForceOnRandomSmallDags) {
       std::vector<uint32_t> consumers;
       for (int j = i + 1; j < n; ++j) {
         if (coin(rng) < 40) consumers.push_back(static_cast<uint32_t>(j));
+      }
+      if (!consumers.empty()) add_tensor(p, static_cast<uint32_t>(i), consumers, cost(rng));
+    }
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    const double expected = brute_force_latency(p);
+    ASSERT_TRUE(std::isfinite(expected));
+    const LatencyResult r = latency_ilp(p, {20.0, 1});
+    ASSERT_TRUE(r.feasible) << r.note;
+    EXPECT_TRUE(r.optimal);
+    EXPECT_NEAR(r.latency_s, expected, 1e-6 * expected);
+  }
+}
+
+// A colour class around another node: 1 -> 2 -> 3 with {1, 3} one class too big for an
+// accelerator (cap 5, sizes 3). Best: {1, 3} on the CPU, 2 alone on an accelerator: 1 ends at 10,
+// the accelerator runs 0.5 + 1 + 0.5 until 12, 3 ends at 22. Contiguity written over the edges
+// between classes saw a cycle {1, 3} -> 2 -> {1, 3}, kept 2 off the accelerators and called the
+// all-CPU 30 optimal.
+TEST(LatencyTest, ANodeInsideAColourClassMayStillRunOnAnAccelerator) {
+  PipelineProblem p = make_problem(2, 1, 5.0);
+  add_node(p, 1, 10, 3, 7);
+  add_node(p, 1, 10, 3);
+  add_node(p, 1, 10, 3, 7);
+  add_tensor(p, 0, {1}, 0.5);
+  add_tensor(p, 1, {2}, 0.5);
+  const LatencyResult r = latency_ilp(p, {20.0, 1});
+  ASSERT_TRUE(r.feasible) << r.note;
+  EXPECT_TRUE(r.optimal);
+  EXPECT_DOUBLE_EQ(brute_force_latency(p), 22.0);
+  EXPECT_NEAR(r.latency_s, 22.0, 1e-9);
+  EXPECT_NEAR(r.best_bound_s, 22.0, 1e-6);
+}
+
+// As IntegerProgramMatchesBruteForceOnRandomSmallDags, with colour classes that may skip nodes
+// (a class around others).
+TEST(LatencyTest, IntegerProgramMatchesBruteForceWithClassesAroundNodes) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> time(1.0, 6.0);
+  std::uniform_real_distribution<double> cost(0.0, 2.0);
+  std::uniform_int_distribution<int> coin(0, 99);
+  for (int trial = 0; trial < 12; ++trial) {
+    PipelineProblem p = make_problem(2, 1, trial % 2 == 0 ? 12.0 : kUncappedBytes);
+    const int n = 4 + trial % 3;
+    for (int i = 0; i < n; ++i) {
+      const double a = time(rng);
+      add_node(p, a, 3 * a, time(rng), coin(rng) < 35 && i > 1 ? i - 2 : i);
+    }
+    for (int i = 0; i < n; ++i) {
+      std::vector<uint32_t> consumers;
+      for (int j = i + 1; j < n; ++j) {
+        if (coin(rng) < 40 || j == i + 1) consumers.push_back(static_cast<uint32_t>(j));
       }
       if (!consumers.empty()) add_tensor(p, static_cast<uint32_t>(i), consumers, cost(rng));
     }
