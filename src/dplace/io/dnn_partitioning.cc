@@ -71,6 +71,12 @@ DnnPartitioningFile parse_dnn_partitioning(const Json& value, const std::string&
   if (file.max_accels + file.max_cpus == 0) {
     top.fail("maxFPGAs", "maxFPGAs and maxCPUs are both 0: no device to place on");
   }
+  // Accelerators hold whole bytes; one that could hold none would take no node of any size.
+  if (file.max_accels > 0 && file.max_size_per_accel_bytes < 1) {
+    top.fail("maxSizePerFPGA", fmt::format("{} bytes is less than one byte per accelerator (set "
+                                           "maxFPGAs to 0 for a CPU-only instance)",
+                                           file.max_size_per_accel_bytes));
+  }
   if (size_t(file.max_accels) + size_t(file.max_cpus) > kMaxDevices) {
     top.fail("maxFPGAs", fmt::format("maxFPGAs + maxCPUs = {} devices, more than the limit of {}",
                                      file.max_accels + file.max_cpus, kMaxDevices));
@@ -201,13 +207,16 @@ LoadedGraph dnn_partitioning_to_graph(const DnnPartitioningFile& file) {
   }
 
   GraphBuilder builder(stem, file.source);
+  size_t fractional_sizes = 0;
   for (size_t i = 0; i < file.nodes.size(); ++i) {
     const DnnPartitioningNode& n = file.nodes[i];
     Op op;
     op.name = op_names[i];
     for (uint32_t src : inputs[i]) op.inputs.push_back(TensorRef{OpId(src), 0});
     op.output_bytes = {static_cast<int64_t>(std::llround(out_bytes[i]))};
-    op.param_bytes = static_cast<int64_t>(std::llround(n.size_bytes));
+    // Rounded up (the cap down, below): a split never holds more than the file's cap.
+    op.param_bytes = static_cast<int64_t>(std::ceil(n.size_bytes));
+    fractional_sizes += n.size_bytes != std::ceil(n.size_bytes) ? 1 : 0;
     if (!n.supported_on_accel) op.devices = {"cpu"};
     if (n.color_class) op.colocate = fmt::format("cc{}", *n.color_class);
     op.phase = n.is_backward ? Phase::kBackward : Phase::kForward;
@@ -222,6 +231,19 @@ LoadedGraph dnn_partitioning_to_graph(const DnnPartitioningFile& file) {
     builder.add_op(std::move(op));
   }
   loaded.graph = std::move(builder).build();
+  const bool fractional_cap =
+      file.max_size_per_accel_bytes != std::floor(file.max_size_per_accel_bytes);
+  if (fractional_sizes > 0 || fractional_cap) {
+    std::string what = fractional_sizes > 0 ? fmt::format("{} node sizes", fractional_sizes) : "";
+    if (fractional_cap)
+      what += what.empty() ? "maxSizePerFPGA is" : " and maxSizePerFPGA are";
+    else
+      what += " are";
+    loaded.warnings.push_back(fmt::format(
+        "{}: {} not whole bytes: sizes are rounded up and the cap down, so a split never exceeds "
+        "the file's cap (one within a byte per node of it is refused)",
+        file.source, what));
+  }
 
   // The implied cluster.
   double total_bytes = 0;
@@ -242,6 +264,7 @@ LoadedGraph dnn_partitioning_to_graph(const DnnPartitioningFile& file) {
       file.source, file.max_accels, file.max_cpus, file.max_size_per_accel_bytes);
   const int64_t accel_memory = std::max<int64_t>(
       1, static_cast<int64_t>(std::floor(std::min(file.max_size_per_accel_bytes, 9.0e18))));
+  // (At least one byte: maxSizePerFPGA below 1 is refused above unless there is no accelerator.)
   for (int i = 0; i < file.max_accels; ++i) {
     Device d;
     d.name = fmt::format("/accel:{}", i);

@@ -16,7 +16,8 @@
 //      time_s        {"accel": fpgaLatency, "gpu": fpgaLatency, "cpu": cpuLatency} * 1e-3
 //                    (the files' time unit reads as milliseconds; dplace works in seconds);
 //      devices       ["cpu"] when supportedOnFpga is false, else empty (any device);
-//      param_bytes   `size` (bytes the node occupies on an accelerator);
+//      param_bytes   `size` (bytes the node occupies on an accelerator), rounded up to a whole
+//                    byte (a warning says when any was not whole);
 //      output_bytes  the largest `size` of the node's out-edges (0 without out-edges);
 //      colocate      "cc<colorClass>" when the node has a colour class;
 //      phase         backward when isBackwardNode, else forward;
@@ -24,11 +25,12 @@
 //                     "layer_id": layerId (when present)}.
 //    Every edge becomes an input of its destination (output 0 of its source).
 //    The implied cluster "<stem>-implied" has k devices "/accel:i" (kind accel, memory
-//    maxSizePerFPGA) and l devices "/cpu:i" (kind cpu, memory uncapped = 2^50 bytes), with links
-//    accel<->cpu of bandwidth sum(edge size) / sum(edge cost) (one crossing, as in the paper),
-//    accel<->accel of half that bandwidth (through host memory: out, then in) and cpu<->cpu
-//    effectively free (shared memory). Compute figures of the implied devices are nominal: every
-//    op carries measured times, so the cost model never uses them.
+//    maxSizePerFPGA rounded down; below one byte is an error when k > 0) and l devices "/cpu:i"
+//    (kind cpu, memory uncapped = 2^50 bytes), with links accel<->cpu of bandwidth sum(edge size) /
+//    sum(edge cost) (one crossing, as in the paper), accel<->accel of half that bandwidth (through
+//    host memory: out, then in) and cpu<->cpu effectively free (shared memory). Compute figures of
+//    the implied devices are nominal: every op carries measured times, so the cost model never uses
+//    them.
 //
 // Errors: FormatError "<file>: node <id>: field '<f>': <problem>" or
 // "<file>: edge <i> (<src> -> <dst>): ..." for a missing field, a wrong type, a negative number, a

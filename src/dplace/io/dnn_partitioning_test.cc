@@ -207,6 +207,40 @@ TEST(DnnPartitioningTest, SizeBeyondAByteCountIsRefused) {
       << msg;
 }
 
+// Sizes that are not whole bytes are rounded up and the cap down, so no split the importer allows
+// exceeds the file's cap: three nodes of 0.4 under a cap of 1.0 no longer look like three of 0
+// bytes that fit together. A cap below one byte with accelerators is refused (it became 1 byte).
+TEST(DnnPartitioningTest, FractionalSizesRoundUpAndTheCapDown) {
+  const std::string path = write_temp("frac.json", R"({"maxSizePerFPGA": 2.5, "maxFPGAs": 1,
+    "maxCPUs": 1, "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0,
+     "size": 0.4},
+    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0,
+     "size": 3}], "edges": []})");
+  const LoadedGraph loaded = read_dnn_partitioning_file(path, {});
+  EXPECT_EQ(loaded.graph.op(OpId(0)).param_bytes, 1);
+  EXPECT_EQ(loaded.graph.op(OpId(1)).param_bytes, 3);
+  ASSERT_TRUE(loaded.implied_cluster.has_value());
+  EXPECT_EQ(loaded.implied_cluster->device(DeviceId(0)).memory_bytes, 2);
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find("1 node sizes and maxSizePerFPGA are not whole bytes: sizes "
+                                    "are rounded up and the cap down"),
+            std::string::npos)
+      << loaded.warnings[0];
+
+  const std::string msg = read_error("cap0.json", R"({"maxSizePerFPGA": 0.5, "maxFPGAs": 1,
+    "maxCPUs": 1, "nodes": [{"id": 4, "supportedOnFpga": 1, "cpuLatency": 1,
+    "fpgaLatency": 2, "isBackwardNode": 0, "size": 1}], "edges": []})");
+  EXPECT_NE(msg.find("cap0.json: field 'maxSizePerFPGA': 0.5 bytes is less than one byte per "
+                     "accelerator (set maxFPGAs to 0 for a CPU-only instance)"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(read_error("cpu_only.json", R"({"maxSizePerFPGA": 0, "maxFPGAs": 0,
+    "maxCPUs": 1, "nodes": [{"id": 4, "supportedOnFpga": 1, "cpuLatency": 1,
+    "fpgaLatency": 2, "isBackwardNode": 0, "size": 1}], "edges": []})"),
+            "");
+}
+
 TEST(DnnPartitioningTest, UnknownNodeInAnEdgeNamesTheEdge) {
   const std::string msg = read_error("unknown.json", R"({"maxSizePerFPGA": 1, "maxFPGAs": 1,
     "maxCPUs": 1, "nodes": [{"id": 4, "supportedOnFpga": 1, "cpuLatency": 1,

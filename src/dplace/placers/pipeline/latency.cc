@@ -485,14 +485,10 @@ LatencyResult latency_ilp(const PipelineProblem& p, const LatencyIlpOptions& opt
   result.seconds = r.seconds;
   result.best_bound_s = std::max(r.best_bound, critical_path);
   if (r.values.empty()) {
-    result.note = r.status == MilpResult::Status::kInfeasible ? "the latency program is infeasible"
-                  : r.stopped_past_limit
-                      ? milp_overrun_note(options.time_limit_s, r.seconds)
-                      : fmt::format("CBC found no solution in {} s", options.time_limit_s);
+    const std::string why = milp_no_solution_note(r, options.time_limit_s);
+    result.note =
+        r.status == MilpResult::Status::kInfeasible ? "the latency program is infeasible" : why;
     if (greedy.feasible) {
-      const std::string why = r.stopped_past_limit
-                                  ? milp_overrun_note(options.time_limit_s, r.seconds)
-                                  : std::string("CBC found no solution");
       result = greedy;
       result.note = why + "; kept the greedy split";
     }

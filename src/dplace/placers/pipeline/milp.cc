@@ -205,4 +205,12 @@ std::string milp_overrun_note(double time_limit_s, double seconds) {
       seconds, time_limit_s);
 }
 
+std::string milp_no_solution_note(const MilpResult& r, double time_limit_s) {
+  if (r.stopped_past_limit) return milp_overrun_note(time_limit_s, r.seconds);
+  if (r.seconds >= 0.99 * time_limit_s) {
+    return fmt::format("CBC found no solution within its {} s limit", time_limit_s);
+  }
+  return fmt::format("CBC ended without a solution after {:.3g} s", r.seconds);
+}
+
 }  // namespace dplace

@@ -204,9 +204,7 @@ ThroughputIlpResult solve_throughput_ilp(const PipelineProblem& p,
     return result;
   }
   if (r.values.empty()) {
-    result.note = r.stopped_past_limit
-                      ? milp_overrun_note(options.time_limit_s, r.seconds)
-                      : fmt::format("CBC found no solution in {} s", options.time_limit_s);
+    result.note = milp_no_solution_note(r, options.time_limit_s);
     return result;
   }
   result.feasible = true;
