@@ -466,6 +466,19 @@ TEST(CliTest, CompareGivesNoSpeedUpToAnOutOfMemoryRow) {
   }
 }
 
+TEST(CliTest, CompareCsvQuotesAnErrorThatHoldsQuotes) {
+  // The error field was wrapped in quotes without doubling the quotes inside it: a row of
+  // --param 'scotch.imbalance=1"2,3' split into ten fields under a header of nine.
+  const RunResult r =
+      run("compare two_tower --cluster paper-k80x2 --placers scotch,expert "
+          "--param 'scotch.imbalance=1\"2,3' --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nscotch,,,,,,,,\"placer 'scotch': --param imbalance='1\"\"2,3' is not a "
+                       "number\"\n"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(CliTest, JsonOutputStaysJsonWhenMetisComplains) {
   // Three ops on five devices: METIS prints "***You are trying to partition a graph into too
   // many parts!" on stdout, which used to land in front of the JSON object.

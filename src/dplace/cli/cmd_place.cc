@@ -285,7 +285,7 @@ void run_compare(const CompareArgs& args) {
         "ratio_to_lower_bound,placement_seconds,evaluations,error\n");
     for (const CompareRow& r : rows) {
       if (!r.evaluation) {
-        fmt::print("{},,,,,,,,\"{}\"\n", r.placer, r.error);
+        fmt::print("{},,,,,,,,{}\n", r.placer, csv_quoted(r.error));
         continue;
       }
       const Evaluation& e = *r.evaluation;

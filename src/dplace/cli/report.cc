@@ -24,6 +24,12 @@ std::string format_ratio(std::optional<double> ratio) {
   return ratio ? fmt::format("{:.3f}", *ratio) : "n/a";
 }
 
+std::string csv_quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 Evaluation evaluate(const Session& session, std::string placer, Placement placement) {
   Evaluation e;
   e.placer = std::move(placer);

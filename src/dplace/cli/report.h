@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "dplace/cli/workload.h"
 #include "dplace/core/format.h"  // format_seconds
@@ -30,6 +31,8 @@ struct Evaluation {
 std::optional<double> ratio_to_lower_bound(double step_time_s, double lower_bound_s);
 // The ratio with three decimals, or "n/a".
 std::string format_ratio(std::optional<double> ratio);
+// `text` as one CSV field (RFC 4180): in double quotes, each inner quote doubled.
+std::string csv_quoted(std::string_view text);
 
 // Simulates `placement` (summary only) and fills an Evaluation.
 Evaluation evaluate(const Session& session, std::string placer, Placement placement);

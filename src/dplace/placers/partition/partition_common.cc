@@ -96,9 +96,11 @@ std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupG
 
 int32_t metis_seed(uint64_t seed) {
   constexpr uint64_t kRange = 2147483647;  // 2^31 - 1
+  // METIS seeds its generator with srand-like semantics, where 0 acts as 1: seed 0 gets 2^31 - 1.
+  if (seed == 0) return static_cast<int32_t>(kRange);
   if (seed < kRange) return static_cast<int32_t>(seed);
   uint64_t state = seed;
-  return static_cast<int32_t>(splitmix64(state) % kRange);
+  return static_cast<int32_t>(1 + splitmix64(state) % (kRange - 1));
 }
 
 int32_t scotch_seed(uint64_t seed) {

@@ -47,9 +47,9 @@ PartitionProblem build_partition_problem(const GroupGraph& groups, const CostTab
 std::vector<DeviceId> assign_parts(const PartitionProblem& problem, const GroupGraph& groups,
                                    const CostTable& costs, std::span<const int32_t> part);
 
-// The libraries' seeds are 31-bit. METIS: --seed values below 2^31 - 1 pass unchanged; larger
-// ones are mixed (splitmix64) into that range, so that every bit of the seed counts (a seed of 2^32
-// used to give seed 2's result).
+// The libraries' seeds are 31-bit. METIS: --seed values from 1 to 2^31 - 2 pass unchanged; 0,
+// which METIS takes as 1, becomes 2^31 - 1; larger ones are mixed (splitmix64) into [1, 2^31 - 2],
+// so that every bit of the seed counts (a seed of 2^32 used to give seed 2's result).
 int32_t metis_seed(uint64_t seed);
 // Scotch's generator gives the same result for the seeds 2k and 2k + 1 (seeds 2 and 3, 4 and 5
 // gave identical mappings), so seeds 1 .. 2^30 map to the odd numbers 2s - 1 (seed 1 stays 1) and
