@@ -51,9 +51,9 @@ struct PlaceRequest {
   // error reported by the placer that receives them.
   std::map<std::string, std::string> params;
   // Set by a search for the placers it runs as its starts (anneal): a placer whose run time grows
-  // past seconds on large clusters (the ETF engine of m-etf and m-sct: ops x ready ops x devices)
-  // throws DeadlinePassed once past it (it looks every 64 ops placed). Others ignore it. Default:
-  // none.
+  // past seconds on large clusters (the ETF engine of m-etf and m-sct: ops x ready ops x devices;
+  // heft: ops x devices x inputs) throws DeadlinePassed once past it (check_deadline, every 64 ops
+  // placed). Others ignore it. Default: none.
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
@@ -61,6 +61,11 @@ struct PlaceRequest {
 struct DeadlinePassed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Throws DeadlinePassed ("stopped at its deadline with P of N ops placed") when request.deadline
+// is set and past; looks at the clock only when `placed` is a multiple of 64, so a small graph is
+// always placed.
+void check_deadline(const PlaceRequest& request, size_t placed, size_t total);
 
 struct PlaceResult {
   Placement placement;

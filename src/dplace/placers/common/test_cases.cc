@@ -231,6 +231,21 @@ std::unique_ptr<PlacerCase> restricted_fill_case() {
       2.0);
 }
 
+std::unique_ptr<PlacerCase> oom_cheap_start_case() {
+  GraphBuilder b("oom_cheap_start", "test");
+  OpId prev = OpId::invalid();
+  for (int i = 0; i < 4; ++i) {
+    std::vector<TensorRef> in;
+    if (prev.valid()) in.push_back({prev, 0});
+    Op op = timed(fmt::format("A{}", i), in, 1.0, 30.0, 4);
+    op.param_bytes = int64_t(1 * kGB);
+    prev = b.add_op(std::move(op));
+  }
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(), make_cluster("cpu-gpu39", {cpu("/cpu:0"), gpu("/gpu:0", 3.9 * kGB)}),
+      33.0 + 4 / 1e9);
+}
+
 PlaceRequest case_request(const PlacerCase& c) {
   PlaceRequest request;
   request.graph = &c.graph();

@@ -29,6 +29,10 @@
 //    first, 1.0-1.4, though C lists it second. Optimum 2.5 s.
 //  * restricted_fill: /gpu:0-2 of 40 GB; six independent ops o0-o5 (1 s, 10 GB of params each),
 //    o3 allowed on /gpu:0 and /gpu:2 only. m-topo's share is 60/3 + 10 = 30 GB a GPU. Optimum 2 s.
+//  * oom_cheap_start: /cpu:0 + /gpu:0 of 3.9 GB; chain A0 -> A1 -> A2 -> A3, 1 s each on the GPU
+//    and 30 s on the CPU, 1 GB of params each, 4-byte tensors. All on the GPU: 4 s but 0.1 GB
+//    over, whose penalised cost is still below every fitting placement's; optimum 33 s (A3 on
+//    the CPU) plus one 4-byte transfer.
 //
 // Thread safety: a PlacerCase is immutable after construction.
 #pragma once
@@ -82,6 +86,7 @@ std::unique_ptr<PlacerCase> wide_case(int width);
 std::unique_ptr<PlacerCase> shared_weight_case();
 std::unique_ptr<PlacerCase> link_gap_case();
 std::unique_ptr<PlacerCase> restricted_fill_case();
+std::unique_ptr<PlacerCase> oom_cheap_start_case();
 
 struct PlacerRun {
   PlaceResult result;

@@ -85,11 +85,7 @@ ScheduleOutcome run_etf(const PlaceRequest& request, const GroupGraph& groups,
   };
   // The deadline is read every 64 placements: a small graph is always placed.
   for (size_t round = 0; !ready.empty(); ++round) {
-    if (request.deadline && round % 64 == 63 &&
-        std::chrono::steady_clock::now() > *request.deadline) {
-      throw DeadlinePassed(fmt::format("stopped at its deadline with {} of {} ops placed",
-                                       schedule.num_placed(), n));
-    }
+    check_deadline(request, round, n);
     bool any_kept = false;
     for (size_t d = 0; d < nd; ++d) {
       kept_for[d] = -1;

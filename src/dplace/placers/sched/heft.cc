@@ -24,7 +24,9 @@ ScheduleOutcome run_heft(const PlaceRequest& request, const GroupGraph& groups,
   });
   ListSchedule schedule(request, groups, limits, ListScheduleOptions{.insertion = insertion});
   ScheduleOutcome outcome;
+  size_t step = 0;
   for (OpId op : order) {
+    check_deadline(request, step++, order.size());
     if (schedule.placed(op) || schedule.deferred(op)) continue;
     DeviceId best = DeviceId::invalid();
     double best_finish = kInfiniteTime;

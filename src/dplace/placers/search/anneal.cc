@@ -184,6 +184,17 @@ SearchOutcome anneal_search(const PlaceRequest& request, const AnnealOptions& op
       ++result.evaluations;
       candidate_cost = cost_of(sim);
     }
+    // The best is taken over every placement simulated, rejected ones included: while the current
+    // placement is OOM, a fitting one may cost more than its penalised cost and be rejected.
+    // (Between fitting placements a rejected one never beats the best: it costs more than the
+    // current one, which costs no less than the best.)
+    if (valid && ((sim.feasible && !best_feasible) ||
+                  (sim.feasible == best_feasible && candidate_cost < best_cost))) {
+      best = current;
+      best_cost = candidate_cost;
+      best_feasible = sim.feasible;
+      best_at = done + 1;
+    }
     const double delta = candidate_cost - current_cost;
     const bool accept =
         valid &&
@@ -198,14 +209,6 @@ SearchOutcome anneal_search(const PlaceRequest& request, const AnnealOptions& op
     }
     current_cost = candidate_cost;
     ++accepted;
-    const bool better = (sim.feasible && !best_feasible) ||
-                        (sim.feasible == best_feasible && candidate_cost < best_cost);
-    if (better) {
-      best = current;
-      best_cost = candidate_cost;
-      best_feasible = sim.feasible;
-      best_at = done + 1;
-    }
   }
 
   result.placement = std::move(best);
@@ -213,8 +216,9 @@ SearchOutcome anneal_search(const PlaceRequest& request, const AnnealOptions& op
     result.infeasible_reason =
         "no placement found that fits in memory (started from " + start_name + ")";
   }
-  result.note = fmt::format("started from {} ({:.6g} s); {} moves, {} accepted, best at move {}",
-                            start_name, start_cost, done, accepted, best_at);
+  result.note = fmt::format("started from {} ({:.6g} s{}); {} moves, {} accepted, best at move {}",
+                            start_name, start_sim.step_time_s, start_sim.feasible ? "" : ", OOM",
+                            done, accepted, best_at);
   if (capped) {
     result.note += fmt::format(
         "; stopped by --budget-seconds before {} evaluations: the result depends on machine "
@@ -488,7 +492,6 @@ class AnnealPlacer final : public Placer {
     PlaceResult result;
     SimWorkspace workspace;
     double penalty_s = 0;
-    auto cost_of = [&](const SimResult& r) { return penalised_cost(r, penalty_s); };
 
     // Start from the best cheap placement. The starts may take half the budget: once one has
     // been built, each later candidate gets an equal share of what is left of that half, and one
@@ -522,6 +525,11 @@ class AnnealPlacer final : public Placer {
         if (!starts.empty()) {
           const auto left = std::max(starts_deadline - now, std::chrono::steady_clock::duration{0});
           sub.deadline = now + left / share;
+        } else {
+          // The first start may take the whole budget (a search needs one), not more.
+          sub.deadline =
+              clock_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(request.budget_seconds));
         }
         PlaceResult r = make_placer(name)->place(sub);
         result.evaluations += r.evaluations;
@@ -531,6 +539,12 @@ class AnnealPlacer final : public Placer {
       } catch (const DeadlinePassed&) {
         cut_starts.push_back(name);
       }
+    }
+    if (starts.empty() && !cut_starts.empty()) {
+      throw ConfigError(fmt::format(
+          "placer 'anneal': no start placement within --budget-seconds {} ({} did not finish in "
+          "time; give more time or another --param start)",
+          request.budget_seconds, fmt::join(cut_starts, ", ")));
     }
     if (starts.empty()) {
       throw ConfigError(
@@ -551,7 +565,7 @@ class AnnealPlacer final : public Placer {
     std::vector<size_t> order(starts.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return cost_of(start_sims[a]) < cost_of(start_sims[b]);
+      return better(start_sims[a], start_sims[b], penalty_s);
     });
     order.resize(std::min(start_count, order.size()));
 

@@ -9,8 +9,10 @@
 // the least-cost one is the same as with starts=1. --param start=NAME runs one search from NAME.
 // Cost of a placement: its simulated step time; an OOM placement costs
 //   step + P * (1 + 10 * overflow / capacity of the overflowing devices),
-// where P is twice the start's step time, so any fitting placement beats any OOM one of similar
-// speed. The result is the best fitting placement seen (the least-cost one when none fits).
+// where P is twice the larger of the fastest start's step time and the simulator's lower bound,
+// so any fitting placement beats any OOM one of similar speed. Fitting starts rank before OOM
+// ones. The result is the best fitting placement simulated, whether its move was accepted or not
+// (the least-cost one when none fits).
 // Moves (each proposes new devices for whole colocation groups; the seed group is one that allows
 // more than one device; a size L is log-uniform in [1, block_size]):
 //   30% move one group to another allowed device;

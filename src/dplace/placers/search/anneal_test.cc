@@ -142,6 +142,27 @@ TEST(AnnealPlacerTest, LeavesAnOomStartForAPlacementThatFits) {
   EXPECT_NEAR(run.sim.step_time_s, c->optimum_s(), 1e-9);
 }
 
+// The OOM start's penalised cost is below every fitting start's. It used to be searched first,
+// and a fitting move from it, costlier than its penalised cost, was rejected and never recorded:
+// anneal returned the OOM placement. Fitting starts now rank first, and the best is taken over
+// every simulated placement, so even a search from the OOM start returns one that fits.
+TEST(AnnealPlacerTest, ReturnsAFittingPlacementWhenTheCheapestStartIsOom) {
+  auto c = oom_cheap_start_case();
+  for (const std::map<std::string, std::string>& params :
+       {kShort,
+        std::map<std::string, std::string>{{"evaluations", "300"}, {"start", "single-gpu"}}}) {
+    const PlacerRun run = run_placer(*c, "anneal", {.params = params});
+    EXPECT_TRUE(run.sim.feasible) << describe(*c, run.result.placement);
+    EXPECT_TRUE(run.result.infeasible_reason.empty()) << run.result.infeasible_reason;
+    EXPECT_NEAR(run.sim.step_time_s, c->optimum_s(), 1e-9) << describe(*c, run.result.placement);
+  }
+  // The note gives the start's step time (not its penalised cost) and says it is OOM.
+  const PlacerRun from_oom =
+      run_placer(*c, "anneal", {.params = {{"evaluations", "0"}, {"start", "single-gpu"}}});
+  EXPECT_NE(from_oom.result.note.find("started from single-gpu (4 s, OOM)"), std::string::npos)
+      << from_oom.result.note;
+}
+
 TEST(AnnealPlacerTest, ExpertStartWithoutAnExpertIsAConfigError) {
   auto c = two_chains_case();
   EXPECT_THROW(run_placer(*c, "anneal", {.params = {{"start", "expert"}}}), ConfigError);
@@ -225,11 +246,14 @@ TEST(AnnealPlacerTest, StartPlacersKeepToHalfTheBudget) {
   auto c = wide_case(100);
   const PlacerRun run = run_placer(*c, "anneal", {.budget_seconds = 1e-9});
   EXPECT_NE(run.result.note.find("start candidates dropped for time (starts may take half of "
-                                 "--budget-seconds): m-etf, m-topo, scotch, mincut, metis, "
+                                 "--budget-seconds): m-etf, heft, scotch, mincut, metis, "
                                  "round-robin, single-cpu"),
             std::string::npos)
       << run.result.note;
-  EXPECT_NE(run.result.note.find("from heft"), std::string::npos) << run.result.note;
+  // single-gpu (built first, it may take the whole budget) and m-topo, which does not stop
+  // part-way, are the two starts.
+  EXPECT_NE(run.result.note.find("started from m-topo"), std::string::npos) << run.result.note;
+  EXPECT_NE(run.result.note.find("from single-gpu"), std::string::npos) << run.result.note;
   // With the default budget every candidate is built and none is dropped.
   EXPECT_EQ(
       run_placer(*c, "anneal", {.params = {{"evaluations", "100"}}}).result.note.find("dropped"),
