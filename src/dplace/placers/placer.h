@@ -52,8 +52,8 @@ struct PlaceRequest {
   std::map<std::string, std::string> params;
   // Set by a search for the placers it runs as its starts (anneal): a placer whose run time grows
   // past seconds on large clusters (the ETF engine of m-etf and m-sct: ops x ready ops x devices;
-  // heft: ops x devices x inputs) throws DeadlinePassed once past it (check_deadline, every 64 ops
-  // placed). Others ignore it. Default: none.
+  // heft and m-topo: ops x devices) throws DeadlinePassed once past it (check_deadline, every 64
+  // ops placed). Others ignore it. Default: none.
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 

@@ -36,12 +36,14 @@ GroupGraph::GroupGraph(const Graph& graph, const Cluster& cluster, const CostTab
   }
   // A group may be disallowed on a device even when each op's time is finite there only if the
   // ops' allowed sets differ; the cost table's group_devices is the authority.
+  // (Marked per device: a search of the allowed list per device was groups x devices^2, 6 s of a
+  // 5-s anneal on gnmt8 over 1,024 devices.)
+  std::vector<uint8_t> allowed_here(num_devices_);
   for (size_t g = 0; g < num_groups_; ++g) {
+    std::fill(allowed_here.begin(), allowed_here.end(), 0);
+    for (DeviceId d : costs.group_devices(GroupId::from_index(g))) allowed_here[d.value()] = 1;
     for (size_t d = 0; d < num_devices_; ++d) {
-      const std::vector<DeviceId>& allowed = costs.group_devices(GroupId::from_index(g));
-      if (std::find(allowed.begin(), allowed.end(), DeviceId::from_index(d)) == allowed.end()) {
-        time_s_[g * num_devices_ + d] = kInfiniteTime;
-      }
+      if (!allowed_here[d]) time_s_[g * num_devices_ + d] = kInfiniteTime;
     }
   }
   relative_speed_.assign(num_devices_, 1.0);

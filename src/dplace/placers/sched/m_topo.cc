@@ -46,7 +46,9 @@ ScheduleOutcome run_m_topo(const PlaceRequest& request, const GroupGraph& groups
       ListScheduleOptions{.accelerators_only = accelerators_only, .defer_free_sources = false});
   ScheduleOutcome outcome;
   size_t cursor = 0;
+  size_t step = 0;
   for (OpId op : graph.topo_order()) {
+    check_deadline(request, step++, graph.num_ops());
     if (schedule.placed(op) || schedule.deferred(op)) continue;
     DeviceId chosen = DeviceId::invalid();
     if (schedule.group_pinned(op)) {

@@ -246,13 +246,13 @@ TEST(AnnealPlacerTest, StartPlacersKeepToHalfTheBudget) {
   auto c = wide_case(100);
   const PlacerRun run = run_placer(*c, "anneal", {.budget_seconds = 1e-9});
   EXPECT_NE(run.result.note.find("start candidates dropped for time (starts may take half of "
-                                 "--budget-seconds): m-etf, heft, scotch, mincut, metis, "
+                                 "--budget-seconds): m-etf, heft, m-topo, mincut, metis, "
                                  "round-robin, single-cpu"),
             std::string::npos)
       << run.result.note;
-  // single-gpu (built first, it may take the whole budget) and m-topo, which does not stop
+  // single-gpu (built first, it may take the whole budget) and scotch, which does not stop
   // part-way, are the two starts.
-  EXPECT_NE(run.result.note.find("started from m-topo"), std::string::npos) << run.result.note;
+  EXPECT_NE(run.result.note.find("started from scotch"), std::string::npos) << run.result.note;
   EXPECT_NE(run.result.note.find("from single-gpu"), std::string::npos) << run.result.note;
   // With the default budget every candidate is built and none is dropped.
   EXPECT_EQ(
