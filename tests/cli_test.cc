@@ -418,7 +418,14 @@ TEST(CliTest, EmptyNamesAndRepeatedPlacersAreRefused) {
   // CLI11 read an empty number as 0, so the message said "got 0"; an empty size read as "not
   // given" and built the model at its default.
   expect_one_line_error(run("info rnnlm --layers ''"),
-                        "--layers: empty value: expected a whole number");
+                        "--layers '': expected a whole number in decimal");
+  // Sizes are decimal: CLI11 read "010" as 8 and "0x10" as 16 and built another graph.
+  const RunResult padded = run("info resnet50 --inference --batch 010 --json");
+  ASSERT_EQ(padded.exit_code, 0) << padded.err;
+  const RunResult ten = run("info resnet50 --inference --batch 10 --json");
+  EXPECT_EQ(Json::parse(padded.out)["forward_flops"], Json::parse(ten.out)["forward_flops"]);
+  expect_one_line_error(run("info resnet50 --batch 0x10"),
+                        "--batch '0x10': expected a whole number in decimal, at most 2147483647");
   expect_one_line_error(run("info ''"), "GRAPH: empty value: expected a model name");
   expect_one_line_error(
       run("place two_tower --cluster paper-k80x2 --placer anneal --budget-seconds ''"),

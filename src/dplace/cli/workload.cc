@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <limits>
 
 #include "dplace/cluster/presets.h"
 #include "dplace/core/error.h"
@@ -15,13 +16,32 @@ void add_graph_options(CLI::App* cmd, GraphArgs& args) {
   cmd->add_option("GRAPH", args.spec, "built-in model name or graph file (.onnx, JSON, graph.txt)")
       ->required()
       ->check(non_empty_value("a model name or a graph file"));
-  // An empty size read as "not given" (the model's default) without a word.
-  const CLI::Validator size = non_empty_value("a whole number");
-  cmd->add_option("--batch", args.batch, "batch size (built-in models)")->check(size);
-  cmd->add_option("--layers", args.layers, "number of layers (built-in models)")->check(size);
-  cmd->add_option("--hidden", args.hidden, "hidden size (built-in models)")->check(size);
-  cmd->add_option("--seq", args.seq, "sequence length (built-in models)")->check(size);
-  cmd->add_option("--vocab", args.vocab, "vocabulary size (built-in models)")->check(size);
+  // Sizes are decimal: CLI11's integer conversion read "010" as 8 and "0x10" as 16. An empty size
+  // used to read as "not given" (the model's default) without a word. Negative values reach the
+  // model, whose message names its limits.
+  auto size_option = [&](const char* name, std::optional<int>& target, const char* help) {
+    cmd->add_option_function<std::string>(
+           name,
+           [name, &target](const std::string& text) {
+             const bool negative = !text.empty() && text[0] == '-';
+             const char* first = text.data() + (negative ? 1 : 0);
+             int64_t value = 0;
+             const auto [end, ec] = std::from_chars(first, text.data() + text.size(), value);
+             if (first == text.data() + text.size() || ec != std::errc() ||
+                 end != text.data() + text.size() || value > std::numeric_limits<int>::max()) {
+               throw ConfigError(fmt::format(
+                   "{} '{}': expected a whole number in decimal, at most 2147483647", name, text));
+             }
+             target = static_cast<int>(negative ? -value : value);
+           },
+           help)
+        ->type_name("INT");
+  };
+  size_option("--batch", args.batch, "batch size (built-in models)");
+  size_option("--layers", args.layers, "number of layers (built-in models)");
+  size_option("--hidden", args.hidden, "hidden size (built-in models)");
+  size_option("--seq", args.seq, "sequence length (built-in models)");
+  size_option("--vocab", args.vocab, "vocabulary size (built-in models)");
   cmd->add_flag("--training", args.training, "forward + backward + update graph");
   cmd->add_flag("--inference", args.inference, "forward graph only");
   cmd->add_option("--dim", args.dims, "value of a symbolic ONNX dimension, name=value");

@@ -260,6 +260,10 @@ TEST(ModelsTest, BadSizesAreConfigErrorsNamingTheModelAndOption) {
   EXPECT_EQ(message("rnnlm", {.hidden = 1 << 20, .vocab = 1 << 30}),
             "model 'rnnlm': parameters of op 'embedding/lookup' would take 4.5e+15 bytes, more "
             "than the limit of 1.13e+15 (2^50) on one op; the sizes are too large");
+  // two_tower builds its ops without Net; it used to skip this check (2.25e15-byte tensors).
+  EXPECT_EQ(message("two_tower", {.batch = 2147483647, .hidden = 262144, .inference = true}),
+            "model 'two_tower': tensor of op 'head/concat' would take 4.5e+15 bytes, more than "
+            "the limit of 1.13e+15 (2^50) on one tensor; the sizes are too large");
   try {  // a GraphError from the graph's own limit; the model is named the same way
     build("two_tower", {.hidden = 1000000000});
     ADD_FAILURE() << "no error";

@@ -36,17 +36,8 @@ std::vector<Tensor> Net::add(OpSpec spec) {
   op.type = std::move(spec.type);
   op.flops = spec.flops;
   // Sizes are checked in double before the int64 products are taken.
-  auto check_bytes = [&](const char* what, const char* per, double bytes) {
-    constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
-    if (bytes > kMaxBytes) {
-      throw ConfigError(fmt::format(
-          "model '{}': {} of op '{}' would take {:.3g} bytes, more than the limit of {:.3g} "
-          "(2^50) on one {}; the sizes are too large",
-          model_, what, op.name, bytes, kMaxBytes, per));
-    }
-  };
-  check_bytes("parameters", "op",
-              static_cast<double>(kElementBytes) * static_cast<double>(spec.params));
+  check_bytes(model_, "parameters", op.name,
+              static_cast<double>(kElementBytes) * static_cast<double>(spec.params), "op");
   op.param_bytes = kElementBytes * spec.params;
   op.bytes_accessed = spec.bytes_accessed;
   op.phase = Phase::kForward;
@@ -56,7 +47,7 @@ std::vector<Tensor> Net::add(OpSpec spec) {
   for (const Shape& s : spec.outputs) {
     double bytes = kElementBytes;
     for (int64_t d : s) bytes *= static_cast<double>(d);
-    check_bytes("tensor", "tensor", bytes);
+    check_bytes(model_, "tensor", op.name, bytes, "tensor");
     op.output_bytes.push_back(kElementBytes * num_elements(s));
   }
   const OpId id = builder_.add_op(std::move(op));
@@ -232,6 +223,17 @@ Sizes resolve_sizes(const std::string& model, const ModelOptions& options,
 void check_max(const std::string& model, std::string_view what, int value, int max) {
   if (value > max) {
     throw ConfigError(fmt::format("model '{}': {} must be <= {}, got {}", model, what, max, value));
+  }
+}
+
+void check_bytes(const std::string& model, std::string_view what, const std::string& op,
+                 double bytes, std::string_view per) {
+  constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
+  if (bytes > kMaxBytes) {
+    throw ConfigError(fmt::format(
+        "model '{}': {} of op '{}' would take {:.3g} bytes, more than the limit of {:.3g} (2^50) "
+        "on one {}; the sizes are too large",
+        model, what, op, bytes, kMaxBytes, per));
   }
 }
 

@@ -118,6 +118,11 @@ Sizes resolve_sizes(const std::string& model, const ModelOptions& options,
                     const SizeDefaults& defaults);
 // Throws ConfigError "model 'M': --what must be <= max, got v" when value > max.
 void check_max(const std::string& model, std::string_view what, int value, int max);
+// Throws ConfigError "model 'M': <what> of op 'O' would take B bytes, more than the limit of
+// 1.13e+15 (2^50) on one <per>; ..." when bytes > 2^50 (Net::add checks every op's tensors and
+// parameters with it; builders that bypass Net call it themselves).
+void check_bytes(const std::string& model, std::string_view what, const std::string& op,
+                 double bytes, std::string_view per);
 
 // The training graph of `forward` (expand_training with the models' options), or `forward`
 // itself for an inference graph.

@@ -17,11 +17,17 @@ Graph build_two_tower(const ModelOptions& options) {
   const int batch = s.batch;
   const int hidden = s.hidden;
   const int layers = s.layers;
+  // two_tower builds its ops directly, not through Net, so it checks the 2^50 limit itself: its
+  // largest tensor is the head's concat of two activations, its largest parameters a layer's.
+  models::check_bytes("two_tower", "tensor", "head/concat", 2 * 4.0 * batch * hidden, "tensor");
+  models::check_bytes("two_tower", "parameters", "tower0/layer0/matmul", 4.0 * hidden * hidden,
+                      "op");
   GraphBuilder b("two_tower", "model 'two_tower'");
   const int64_t act_bytes = int64_t{4} * batch * hidden;
   const int64_t w_bytes = int64_t{4} * hidden * hidden;
   const double mm_flops = 2.0 * batch * hidden * hidden;
-  const OpId input = b.add_op({.name = "input", .type = "Input", .output_bytes = {act_bytes}});
+  const OpId input = b.add_op(
+      {.name = "input", .type = "Input", .output_bytes = {act_bytes}, .phase = Phase::kForward});
   OpId tops[2];
   for (int t = 0; t < 2; ++t) {
     OpId prev = input;
