@@ -426,6 +426,9 @@ TEST(CliTest, EmptyNamesAndRepeatedPlacersAreRefused) {
   EXPECT_EQ(Json::parse(padded.out)["forward_flops"], Json::parse(ten.out)["forward_flops"]);
   expect_one_line_error(run("info resnet50 --batch 0x10"),
                         "--batch '0x10': expected a whole number in decimal, at most 2147483647");
+  // One minus sign at most: "--5" ran as batch 5 (the parser took the second sign itself).
+  expect_one_line_error(run("info two_tower --batch=--5"),
+                        "--batch '--5': expected a whole number in decimal");
   expect_one_line_error(run("info ''"), "GRAPH: empty value: expected a model name");
   expect_one_line_error(
       run("place two_tower --cluster paper-k80x2 --placer anneal --budget-seconds ''"),

@@ -25,14 +25,15 @@ void add_graph_options(CLI::App* cmd, GraphArgs& args) {
            [name, &target](const std::string& text) {
              const bool negative = !text.empty() && text[0] == '-';
              const char* first = text.data() + (negative ? 1 : 0);
-             int64_t value = 0;
+             uint64_t value = 0;  // unsigned: from_chars takes no sign, so "--5" is refused
              const auto [end, ec] = std::from_chars(first, text.data() + text.size(), value);
              if (first == text.data() + text.size() || ec != std::errc() ||
-                 end != text.data() + text.size() || value > std::numeric_limits<int>::max()) {
+                 end != text.data() + text.size() ||
+                 value > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
                throw ConfigError(fmt::format(
                    "{} '{}': expected a whole number in decimal, at most 2147483647", name, text));
              }
-             target = static_cast<int>(negative ? -value : value);
+             target = negative ? -static_cast<int>(value) : static_cast<int>(value);
            },
            help)
         ->type_name("INT");

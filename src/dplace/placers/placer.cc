@@ -92,11 +92,10 @@ std::unique_ptr<Placer> make_placer(const std::string& name) {
   return placer;
 }
 
-void check_deadline(const PlaceRequest& request, size_t placed, size_t total) {
-  if (!request.deadline || placed % 64 != 63) return;
+void check_deadline(const PlaceRequest& request, size_t step, size_t total) {
+  if (!request.deadline || step % 64 != 63) return;
   if (std::chrono::steady_clock::now() > *request.deadline) {
-    throw DeadlinePassed(
-        fmt::format("stopped at its deadline with {} of {} ops placed", placed, total));
+    throw DeadlinePassed(fmt::format("stopped at its deadline at step {} of {}", step, total));
   }
 }
 

@@ -62,10 +62,10 @@ struct DeadlinePassed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws DeadlinePassed ("stopped at its deadline with P of N ops placed") when request.deadline
-// is set and past; looks at the clock only when `placed` is a multiple of 64, so a small graph is
-// always placed.
-void check_deadline(const PlaceRequest& request, size_t placed, size_t total);
+// Throws DeadlinePassed ("stopped at its deadline at step S of N") when request.deadline is set
+// and past; looks at the clock only at steps 63, 127, ... (a step is one op taken by the placer's
+// loop), so a graph of fewer than 64 ops is always placed.
+void check_deadline(const PlaceRequest& request, size_t step, size_t total);
 
 struct PlaceResult {
   Placement placement;

@@ -36,8 +36,7 @@ GroupGraph::GroupGraph(const Graph& graph, const Cluster& cluster, const CostTab
   }
   // A group may be disallowed on a device even when each op's time is finite there only if the
   // ops' allowed sets differ; the cost table's group_devices is the authority.
-  // (Marked per device: a search of the allowed list per device was groups x devices^2, 6 s of a
-  // 5-s anneal on gnmt8 over 1,024 devices.)
+  // Each group's allowed devices are marked once: groups x devices, not groups x devices^2.
   std::vector<uint8_t> allowed_here(num_devices_);
   for (size_t g = 0; g < num_groups_; ++g) {
     std::fill(allowed_here.begin(), allowed_here.end(), 0);

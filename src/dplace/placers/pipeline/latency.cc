@@ -331,9 +331,9 @@ LatencyResult latency_ilp(const PipelineProblem& p, const LatencyIlpOptions& opt
     }
     if (!cols.empty()) model.add_row(cols, coefs, S::kLessEqual, cap);
   }
-  // Contiguity of each accelerator's subgraph (the paper's z variables) over the nodes' edges: a
-  // node's x is its class's. (Over the edges between classes, a class around another node, e.g.
-  // {1, 3} of the chain 1 -> 2 -> 3, made a cycle that kept node 2 off every accelerator.)
+  // Contiguity of each accelerator's subgraph (the paper's z variables) over the nodes' edges, a
+  // node's x being its class's: over the edges between classes, a class around another node
+  // ({1, 3} of the chain 1 -> 2 -> 3) would make a cycle and keep node 2 off every accelerator.
   std::vector<std::pair<uint32_t, uint32_t>> node_edges;
   for (const PipelineTensor& t : p.tensors) {
     for (uint32_t c : t.consumers) {

@@ -73,10 +73,16 @@ TEST(LatencyTest, IntegerProgramFindsTheBestSplit) {
 }
 
 // Twelve random DAGs of 4-6 nodes on 2 accelerators and a CPU, half with a memory cap: the
-// program's optimum equals the brute force's. A node shares the colour class of the node
-// `colour_back` before it with probability colour_percent %.
-void expect_ilp_matches_brute_force(uint64_t seed, int colour_back, int colour_percent,
-                                    int edge_percent, bool chain) {
+// program's optimum equals the brute force's.
+struct RandomDags {
+  uint64_t seed = 1;
+  int colour_back = 1;      // a node may share the class of the node this many before it
+  int colour_percent = 20;  // with this probability (%)
+  int edge_percent = 40;    // each later node reads a node with this probability (%)
+  bool chain = false;       // also always an edge to the next node
+};
+void expect_ilp_matches_brute_force(const RandomDags& dags) {
+  const auto [seed, colour_back, colour_percent, edge_percent, chain] = dags;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> time(1.0, 6.0);
   std::uniform_real_distribution<double> cost(0.0, 2.0);
@@ -109,7 +115,7 @@ void expect_ilp_matches_brute_force(uint64_t seed, int colour_back, int colour_p
 }
 
 TEST(LatencyTest, IntegerProgramMatchesBruteForceOnRandomSmallDags) {
-  expect_ilp_matches_brute_force(2024, 1, 20, 40, false);
+  expect_ilp_matches_brute_force({.seed = 2024});
 }
 
 // A colour class around another node: 1 -> 2 -> 3 with {1, 3} one class too big for an
@@ -134,7 +140,8 @@ TEST(LatencyTest, ANodeInsideAColourClassMayStillRunOnAnAccelerator) {
 
 // With colour classes that may skip a node (a class around others), on chains with more edges.
 TEST(LatencyTest, IntegerProgramMatchesBruteForceWithClassesAroundNodes) {
-  expect_ilp_matches_brute_force(7, 2, 35, 40, true);
+  expect_ilp_matches_brute_force(
+      {.seed = 7, .colour_back = 2, .colour_percent = 35, .chain = true});
 }
 
 TEST(LatencyTest, PipelineSolverReportsLatencyAndSubgraphTimes) {

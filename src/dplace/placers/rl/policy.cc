@@ -51,6 +51,14 @@ extern "C" void sgemm_(const char* transa, const char* transb, const int* m, con
 namespace dplace::rl {
 namespace {
 
+// The error of a policy whose probabilities for group t are not numbers.
+ConfigError diverged(int t) {
+  return ConfigError(fmt::format(
+      "rl: the policy's probabilities for group {} are not numbers: the learning diverged (try a "
+      "smaller lr, entropy or imitation)",
+      t));
+}
+
 constexpr float kMaskedLogit = -1e9f;
 
 void configure_threads_once() {
@@ -566,6 +574,9 @@ struct TorchPolicy::Impl {
           pr[i * D + d] = m[d] < 0 ? 0.0f : std::exp(l[d] - top);
           sum += pr[i * D + d];
         }
+        // Weights that stopped being numbers make every probability NaN, which sampling would
+        // read as the last device, allowed or not.
+        if (!std::isfinite(sum) || !(sum > 0)) throw diverged(t);
         for (int d = 0; d < D; ++d) pr[i * D + d] /= sum;
       }
       // Each sample chooses from its row's distribution; samples that share a row and choose the
@@ -596,12 +607,7 @@ struct TorchPolicy::Impl {
             if (row[d] > 0 && (choice < 0 || row[d] > row[choice])) choice = d;
           }
         }
-        if (choice < 0) {
-          throw ConfigError(fmt::format(
-              "rl: the policy's probabilities for group {} are not numbers: the learning diverged "
-              "(try a smaller lr, entropy or imitation)",
-              t));
-        }
+        if (choice < 0) throw diverged(t);
         ch.actions[static_cast<size_t>(k) * G + t] = choice;
         if (t + 1 == G) continue;
         size_t next = next0;

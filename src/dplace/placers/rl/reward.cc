@@ -69,8 +69,9 @@ bool read_some(int fd, std::string& text) {
 
 // Runs `command` with /bin/sh -c in a process group of its own, collecting the ends of its
 // standard output and standard error, and kills the group (SIGKILL) at `deadline`. The run ends
-// when the shell exits: a process it left running in the background may hold the pipes open, and
-// what it writes after that is not read. Throws ConfigError when the command cannot be started.
+// when the shell exits: what is then in the pipes is read, and the processes it left running in
+// its group (which may hold the pipes open) are killed. Throws ConfigError when the command cannot
+// be started.
 CommandRun run_command(const std::string& command, std::chrono::steady_clock::time_point deadline,
                        const std::string& described) {
   int out_fds[2];
@@ -135,11 +136,12 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
     const pid_t done = waitpid(pid, &run.status, WNOHANG);
     if (done == pid || (done < 0 && errno != EINTR)) {
       exited = true;
-      // What the shell wrote before it exited: at most a pipe's buffer per stream (a background
-      // process still writing is cut off).
+      // What is in the pipes when the shell exits (at most 64 reads: a background process still
+      // writing is cut off); then whatever it left running in its process group is killed.
       for (int reads = 0; reads < 64 && (streams[0].fd >= 0 || streams[1].fd >= 0); ++reads) {
         if (!read_ready(0)) break;
       }
+      kill(-pid, SIGKILL);
     }
     // Wake at least every 10 ms to see whether the shell has exited.
     const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
@@ -250,7 +252,8 @@ class CommandRewardSource final : public RewardSource {
       const std::string how =
           status == -1 ? std::string("could not be waited for")
           : WIFSIGNALED(status)
-              ? fmt::format("was killed by signal {}", WTERMSIG(status))
+              ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                            strsignal(WTERMSIG(status)))
               : fmt::format("exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
       throw ConfigError(
           fmt::format("measure-cmd '{}': {} (last line of output: '{}'; last line on stderr: '{}')",

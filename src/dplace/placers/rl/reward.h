@@ -6,7 +6,8 @@
 //    executes the placement for real, as the paper measured with TensorFlow. For each placement
 //    it writes a dplace.placement/1 JSON file, replaces every "{placement}" in the command with
 //    its path (single-quoted when it holds a character the shell would interpret), runs the
-//    command with /bin/sh -c and reads its standard output until the shell exits: the last
+//    command with /bin/sh -c and reads its standard output until the shell exits (what it left
+//    running in its process group is then killed): the last
 //    non-empty line is either a step time in seconds, or a line starting with "oom"
 //    (case-insensitive) for a placement that ran out of memory. Its standard error is captured,
 //    not shown. A non-zero exit status, a signal or any other output is an error (ConfigError

@@ -641,11 +641,15 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // The step time charged to an OOM placement: oom-time when given; else twice an upper bound on
   // any simulated step time, raised to twice the slowest fitting measurement (a measure-cmd's
   // times need not be the simulator's), so that every fitting placement beats every OOM one.
+  // A resumed best that was OOM is charged whatever the charge now is (oom-time may differ).
+  const bool best_was_oom = !state.best_actions.empty() && state.oom_step_time_s > 0 &&
+                            state.best_step_time_s >= state.oom_step_time_s;
   if (options.oom_step_time_s > 0) {
     state.oom_step_time_s = options.oom_step_time_s;
   } else if (!(state.oom_step_time_s > 0)) {
     state.oom_step_time_s = 2 * step_time_upper_bound_s(graph, cluster, costs);
   }
+  if (best_was_oom) state.best_step_time_s = state.oom_step_time_s;
   const bool penalty_rises = !(options.oom_step_time_s > 0);
   auto raise_penalty = [&](std::span<const Outcome> evaluated) {
     for (const Outcome& o : evaluated) {
@@ -968,12 +972,13 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
       state.best_actions = run.greedy_group_devices;
     }
   }
-  save_checkpoint();
+  // The curve first, then the checkpoint (as in the loop).
   if (!options.curve.empty() && curve_written < run.curve.size()) {
     write_curve(options.curve,
                 std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
                 run.groupings);
   }
+  save_checkpoint();
 
   run.samples = state.samples;
   run.updates = state.updates;

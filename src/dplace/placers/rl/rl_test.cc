@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "dplace/core/error.h"
 #include "dplace/core/rng.h"
@@ -965,7 +966,7 @@ TEST(RewardTest, CommandErrorsNameTheLastLinesOfWhatItPrinted) {
   EXPECT_NE(flood.find("exited with status 1 (last line of output: '200000'"), std::string::npos)
       << flood.substr(0, 300);
   const std::string killed = error_of("kill -9 $$ # {placement}");
-  EXPECT_NE(killed.find("was killed by signal 9"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("was killed by signal 9 (Killed)"), std::string::npos) << killed;
   const std::string garbage = error_of("echo 'CUDA error' >&2; echo step failed # {placement}");
   EXPECT_NE(garbage.find("got 'step failed' (last line on stderr: 'CUDA error')"),
             std::string::npos)
@@ -1004,14 +1005,20 @@ TEST(RewardTest, PlacementPathIsOneShellWordAndABackgroundProcessIsNotWaitedFor)
   EXPECT_TRUE(outcomes[0].feasible);
   EXPECT_NEAR(outcomes[0].step_time_s, 1e-3, 1e-12);
 
+  // The background process is killed with the command's process group once the shell exits: it
+  // never writes its file.
+  const std::string late = scratch_path("late-background-write");
+  std::filesystem::remove(late);
   const auto start = std::chrono::steady_clock::now();
-  make_command_reward_source("sleep 20 & echo 0.01 # {placement}", p->graph, p->cluster, pool,
-                             {.timeout_s = 10})
+  make_command_reward_source("(sleep 0.5; touch '" + late + "') & echo 0.01 # {placement}",
+                             p->graph, p->cluster, pool, {.timeout_s = 10})
       ->evaluate(one, outcomes);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
   EXPECT_FALSE(outcomes[0].timed_out);
   EXPECT_TRUE(outcomes[0].feasible);
   EXPECT_DOUBLE_EQ(outcomes[0].step_time_s, 0.01);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(std::filesystem::exists(late));
 }
 
 // A measurement that hangs is killed at its time limit (or at the budget's deadline) and reported
