@@ -34,6 +34,8 @@ Cluster make_cluster(const std::string& name, std::vector<Device> devices, bool 
   return Cluster(std::move(spec), "test cluster " + name);
 }
 
+}  // namespace
+
 Op timed(const std::string& name, std::vector<TensorRef> inputs, double gpu_s, double cpu_s,
          int64_t output_bytes) {
   Op op;
@@ -44,8 +46,6 @@ Op timed(const std::string& name, std::vector<TensorRef> inputs, double gpu_s, d
   op.time_s = {{"gpu", gpu_s}, {"cpu", cpu_s}};
   return op;
 }
-
-}  // namespace
 
 PlacerCase::PlacerCase(Graph graph, Cluster cluster, double optimum_s)
     : graph_(std::move(graph)), cluster_(std::move(cluster)), optimum_s_(optimum_s) {

@@ -88,6 +88,10 @@ std::unique_ptr<PlacerCase> link_gap_case();
 std::unique_ptr<PlacerCase> restricted_fill_case();
 std::unique_ptr<PlacerCase> oom_cheap_start_case();
 
+// An op of type "Test" with explicit times on any GPU and any CPU and one output tensor.
+Op timed(const std::string& name, std::vector<TensorRef> inputs, double gpu_s, double cpu_s,
+         int64_t output_bytes);
+
 struct PlacerRun {
   PlaceResult result;
   SimResult sim;  // of result.placement

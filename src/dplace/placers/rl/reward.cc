@@ -124,8 +124,7 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
     }
     return true;
   };
-  bool exited = false;
-  while (!exited) {
+  for (;;) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       kill(-pid, SIGKILL);
@@ -135,13 +134,13 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
     }
     const pid_t done = waitpid(pid, &run.status, WNOHANG);
     if (done == pid || (done < 0 && errno != EINTR)) {
-      exited = true;
       // What is in the pipes when the shell exits (at most 64 reads: a background process still
       // writing is cut off); then whatever it left running in its process group is killed.
       for (int reads = 0; reads < 64 && (streams[0].fd >= 0 || streams[1].fd >= 0); ++reads) {
         if (!read_ready(0)) break;
       }
       kill(-pid, SIGKILL);
+      break;
     }
     // Wake at least every 10 ms to see whether the shell has exited.
     const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);

@@ -641,23 +641,23 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // The step time charged to an OOM placement: oom-time when given; else twice an upper bound on
   // any simulated step time, raised to twice the slowest fitting measurement (a measure-cmd's
   // times need not be the simulator's), so that every fitting placement beats every OOM one.
-  // A resumed best that was OOM is charged whatever the charge now is (oom-time may differ).
-  const bool best_was_oom = !state.best_actions.empty() && state.oom_step_time_s > 0 &&
-                            state.best_step_time_s >= state.oom_step_time_s;
-  if (options.oom_step_time_s > 0) {
-    state.oom_step_time_s = options.oom_step_time_s;
-  } else if (!(state.oom_step_time_s > 0)) {
-    state.oom_step_time_s = 2 * step_time_upper_bound_s(graph, cluster, costs);
-  }
-  if (best_was_oom) state.best_step_time_s = state.oom_step_time_s;
+  // A best placement that is OOM (charged at least the charge) is charged the new one too: on
+  // resuming (oom-time may differ) and whenever the charge rises.
+  auto set_oom_charge = [&](double charge_s) {
+    if (!state.best_actions.empty() && state.oom_step_time_s > 0 &&
+        state.best_step_time_s >= state.oom_step_time_s) {
+      state.best_step_time_s = charge_s;
+    }
+    state.oom_step_time_s = charge_s;
+  };
   const bool penalty_rises = !(options.oom_step_time_s > 0);
+  set_oom_charge(!penalty_rises              ? options.oom_step_time_s
+                 : state.oom_step_time_s > 0 ? state.oom_step_time_s
+                                             : 2 * step_time_upper_bound_s(graph, cluster, costs));
   auto raise_penalty = [&](std::span<const Outcome> evaluated) {
     for (const Outcome& o : evaluated) {
-      if (!penalty_rises || !o.feasible || 2 * o.step_time_s <= state.oom_step_time_s) continue;
-      // A best placement that is OOM is charged the new penalty too.
-      if (!state.best_actions.empty() && state.best_step_time_s >= state.oom_step_time_s)
-        state.best_step_time_s = 2 * o.step_time_s;
-      state.oom_step_time_s = 2 * o.step_time_s;
+      if (penalty_rises && o.feasible && 2 * o.step_time_s > state.oom_step_time_s)
+        set_oom_charge(2 * o.step_time_s);
     }
   };
   auto penalised_time = [&](const Outcome& o) {
@@ -783,6 +783,12 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   }
 
   size_t curve_written = 0;
+  auto write_new_curve_rows = [&] {
+    write_curve(options.curve,
+                std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
+                run.groupings);
+    curve_written = run.curve.size();
+  };
   while (run.enumerated == 0) {
     if (options.max_samples > 0 && state.samples >= options.max_samples) break;
     if (seconds_since(start) >= request.budget_seconds) break;
@@ -951,10 +957,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         !options.checkpoint.empty() && state.updates % options.checkpoint_every == 0;
     if (!options.curve.empty() && (run.curve.size() - curve_written >= 50 ||
                                    (checkpoint_now && curve_written < run.curve.size()))) {
-      write_curve(options.curve,
-                  std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
-                  run.groupings);
-      curve_written = run.curve.size();
+      write_new_curve_rows();
     }
     if (checkpoint_now) save_checkpoint();
   }
@@ -973,11 +976,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
   }
   // The curve first, then the checkpoint (as in the loop).
-  if (!options.curve.empty() && curve_written < run.curve.size()) {
-    write_curve(options.curve,
-                std::vector<CurvePoint>(run.curve.begin() + curve_written, run.curve.end()),
-                run.groupings);
-  }
+  if (!options.curve.empty() && curve_written < run.curve.size()) write_new_curve_rows();
   save_checkpoint();
 
   run.samples = state.samples;

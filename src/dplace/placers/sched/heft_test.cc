@@ -87,16 +87,8 @@ TEST(HeftPlacerTest, UsesTheCpuWhenItFinishesEarlier) {
   // HEFT compares finish times on every device: with the GPU busy for 10 s, a 2 s CPU op that is
   // independent of it finishes first on the CPU.
   GraphBuilder b("heft", "test");
-  Op big;
-  big.name = "big";
-  big.output_bytes = {4};
-  big.time_s = {{"gpu", 10.0}, {"cpu", 100.0}};
-  b.add_op(std::move(big));
-  Op small;
-  small.name = "small";
-  small.output_bytes = {4};
-  small.time_s = {{"gpu", 1.0}, {"cpu", 2.0}};
-  b.add_op(std::move(small));
+  b.add_op(timed("big", {}, 10.0, 100.0, 4));
+  b.add_op(timed("small", {}, 1.0, 2.0, 4));
   auto base = cpu_only_case();
   const PlacerCase c(std::move(b).build(), base->cluster(), 10.0);
   const PlacerRun run = run_placer(c, "heft");

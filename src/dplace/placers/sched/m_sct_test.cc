@@ -20,17 +20,8 @@ TEST(MSctPlacerTest, KeepsTheEdgesOfASourceThatTakesTimeOnSomeDevice) {
   // S has no inputs and takes no time on the CPU but 1 s on the GPU, so the list schedule places
   // it like any op (it is not a free source) and the LP must give it its favourite child T.
   GraphBuilder b("source", "test");
-  Op s;
-  s.name = "S";
-  s.output_bytes = {1000};
-  s.time_s = {{"gpu", 1.0}, {"cpu", 0.0}};
-  const OpId is = b.add_op(std::move(s));
-  Op t;
-  t.name = "T";
-  t.inputs = {{is, 0}};
-  t.output_bytes = {4};
-  t.time_s = {{"gpu", 1.0}, {"cpu", 1.0}};
-  b.add_op(std::move(t));
+  const OpId s = b.add_op(timed("S", {}, 1.0, 0.0, 1000));
+  b.add_op(timed("T", {{s, 0}}, 1.0, 1.0, 4));
   auto base = cpu_only_case();
   const PlacerCase c(std::move(b).build(), base->cluster(), 0.0);
   const PlacerRun run = run_placer(c, "m-sct");
