@@ -37,6 +37,7 @@
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "dplace/core/error.h"
@@ -90,7 +91,10 @@ void gemm(bool ta, bool tb, int M, int N, int Kd, float alpha, const float* A, i
   if (M == 0 || N == 0) return;
   if (Kd == 0) {
     for (int i = 0; i < M; ++i) {
-      for (int j = 0; j < N; ++j) C[static_cast<size_t>(i) * ldc + j] *= beta;
+      for (int j = 0; j < N; ++j) {
+        float& c = C[static_cast<size_t>(i) * ldc + j];
+        c = beta == 0 ? 0.0f : c * beta;  // as BLAS: with beta 0, C is not read
+      }
     }
     return;
   }
@@ -363,6 +367,7 @@ class TorchPolicy final : public Policy {
               std::span<const int32_t> forced) override;
   std::vector<int32_t> greedy() override;
   void use_parallel_for(ParallelFor run) override;
+  void set_deadline(std::chrono::steady_clock::time_point deadline) override;
   void reinitialize(uint64_t seed) override;
   UpdateStats update(std::span<const int32_t> actions, std::span<const double> advantages,
                      double entropy_weight) override;
@@ -385,6 +390,7 @@ struct TorchPolicy::Impl {
   uint64_t version = 0;         // bumped by every weight change
   Trace trace;
   ParallelFor parallel_for;  // empty: chunks run on the calling thread
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // see set_deadline()
 
   int G() const { return config.num_groups; }
   int H() const { return config.hidden; }
@@ -398,6 +404,39 @@ struct TorchPolicy::Impl {
       parallel_for(n, fn);
     } else {
       for (size_t i = 0; i < n; ++i) fn(i);
+    }
+  }
+
+  // Throws PolicyDeadlinePassed once the deadline has passed.
+  void check_deadline() const {
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) throw PolicyDeadlinePassed();
+  }
+
+  // The products over every decoder row of a chunk (up to batch x groups rows) are cut into blocks
+  // of this many rows, with a deadline check between blocks: at hidden 1,024 a block is at most
+  // about 70 GFLOP. At the default sizes a chunk has fewer rows, so the arithmetic is unchanged.
+  static constexpr int kRowBlock = 16384;
+
+  // C (M x N) = A^T B, summed over R rows of A (R x M, leading dimension lda) and B (R x N, ldb).
+  void gemm_sum_over_rows(int M, int N, int R, const float* A, int lda, const float* B, int ldb,
+                          float* C, int ldc) const {
+    if (R == 0) gemm(true, false, M, N, 0, 1, A, lda, B, ldb, 0, C, ldc);
+    for (int r0 = 0; r0 < R; r0 += kRowBlock) {
+      if (r0 > 0) check_deadline();
+      const int n = std::min(kRowBlock, R - r0);
+      gemm(true, false, M, N, n, 1, A + static_cast<size_t>(r0) * lda, lda,
+           B + static_cast<size_t>(r0) * ldb, ldb, r0 == 0 ? 0.0f : 1.0f, C, ldc);
+    }
+  }
+
+  // C (R x N) = beta C + A op(B) for A with R rows (leading dimension lda), row block by row block.
+  void gemm_per_row(bool tb, int R, int N, int Kd, const float* A, int lda, const float* B, int ldb,
+                    float beta, float* C, int ldc) const {
+    for (int r0 = 0; r0 < R; r0 += kRowBlock) {
+      if (r0 > 0) check_deadline();
+      const int n = std::min(kRowBlock, R - r0);
+      gemm(false, tb, n, N, Kd, 1, A + static_cast<size_t>(r0) * lda, lda, B, ldb, beta,
+           C + static_cast<size_t>(r0) * ldc, ldc);
     }
   }
 
@@ -449,10 +488,10 @@ struct TorchPolicy::Impl {
     torch::NoGradGuard no_grad;
     const int G = this->G(), H = this->H(), D = this->D(), E = this->E();
     const ParamsImpl& p = *params;
+    tr.valid = false;  // until the pass is complete (it may stop at the deadline)
     encode(tr.encoder);
     tr.batch = batch + num_forced;
     tr.version = version;
-    tr.valid = true;
     // Input projections of every device embedding (and the start token D), biases included.
     tr.proj.resize(static_cast<size_t>(D + 1) * 4 * H);
     for (int d = 0; d <= D; ++d) std::memcpy(&tr.proj[d * 4 * H], ptr(p.bd), 4 * H * sizeof(float));
@@ -485,6 +524,7 @@ struct TorchPolicy::Impl {
     for (const ChunkTrace& ch : tr.chunks) {
       tr.actions.insert(tr.actions.end(), ch.actions.begin(), ch.actions.end());
     }
+    tr.valid = true;
   }
 
   // The first ch.free samples are decoded with `mode` (uniforms: ch.free x G, for kSample), the
@@ -517,6 +557,7 @@ struct TorchPolicy::Impl {
     ch.scores.resize(static_cast<size_t>(K) * G);
     ch.logits.resize(static_cast<size_t>(K) * D);
     for (int t = 0; t < G; ++t) {
+      check_deadline();
       const size_t row0 = static_cast<size_t>(ch.step_begin[t]);
       const int n = static_cast<int>(ch.parent.size() - row0);
       float* z = &ch.Gd[row0 * 4 * H];
@@ -685,28 +726,29 @@ struct TorchPolicy::Impl {
 
     // Output layer and combine layer, all steps at once.
     const int R = static_cast<int>(rows);
-    gemm(true, false, D, H, R, 1, dl, D, ch.U.data(), H, 0, g_w_o, H);
+    check_deadline();
+    gemm_sum_over_rows(D, H, R, dl, D, ch.U.data(), H, g_w_o, H);
     for (size_t r = 0; r < rows; ++r) {
       for (int d = 0; d < D; ++d) g_b_o[d] += dl[r * D + d];
     }
     ch.du.resize(rows * H);
     float* du = ch.du.data();
-    gemm(false, false, R, H, D, 1, dl, D, ptr(p.w_o), H, 0, du, H);
+    gemm_per_row(false, R, H, D, dl, D, ptr(p.w_o), H, 0, du, H);
     for (size_t i = 0; i < rows * H; ++i) du[i] *= 1.0f - ch.U[i] * ch.U[i];
-    gemm(true, false, H, 2 * H, R, 1, du, H, ch.HC.data(), 2 * H, 0, g_w_c, 2 * H);
+    gemm_sum_over_rows(H, 2 * H, R, du, H, ch.HC.data(), 2 * H, g_w_c, 2 * H);
     for (size_t r = 0; r < rows; ++r) {
       for (int j = 0; j < H; ++j) g_b_c[j] += du[r * H + j];
     }
     ch.dhc.resize(rows * 2 * H);  // [dh | dctx]
     float* dhc = ch.dhc.data();
-    gemm(false, false, R, 2 * H, H, 1, du, H, ptr(p.w_c), 2 * H, 0, dhc, 2 * H);
+    gemm_per_row(false, R, 2 * H, H, du, H, ptr(p.w_c), 2 * H, 0, dhc, 2 * H);
 
     // Attention.
     ch.da.resize(rows * G);
     float* da = ch.da.data();
-    gemm(false, true, R, G, H, 1, dhc + H, 2 * H, en.enc.data(), H, 0, da, G);
+    gemm_per_row(true, R, G, H, dhc + H, 2 * H, en.enc.data(), H, 0, da, G);
     ch.denc.resize(static_cast<size_t>(G) * H);
-    gemm(true, false, G, H, R, 1, ch.A.data(), G, dhc + H, 2 * H, 0, ch.denc.data(), H);
+    gemm_sum_over_rows(G, H, R, ch.A.data(), G, dhc + H, 2 * H, ch.denc.data(), H);
     for (size_t r = 0; r < rows; ++r) {
       const float* a = &ch.A[r * G];
       float* ds = &da[r * G];
@@ -715,9 +757,9 @@ struct TorchPolicy::Impl {
       for (int g = 0; g < G; ++g) ds[g] = a[g] * (ds[g] - static_cast<float>(dot));
     }
     // dh += dS keys; dkeys = dS^T h.
-    gemm(false, false, R, H, G, 1, da, G, en.keys.data(), H, 1, dhc, 2 * H);
+    gemm_per_row(false, R, H, G, da, G, en.keys.data(), H, 1, dhc, 2 * H);
     ch.dkeys.resize(static_cast<size_t>(G) * H);
-    gemm(true, false, G, H, R, 1, da, G, ch.HC.data(), 2 * H, 0, ch.dkeys.data(), H);
+    gemm_sum_over_rows(G, H, R, da, G, ch.HC.data(), 2 * H, ch.dkeys.data(), H);
 
     // Decoder LSTM, backwards in time. A row's gradients on its previous hidden state and cell go
     // to its parent row (at t = 0: to the encoder's final state).
@@ -730,6 +772,7 @@ struct TorchPolicy::Impl {
     ch.dc_final.assign(H, 0.0f);
     const float* c_init = &en.Ce[(G - 1) * H];
     for (int t = G - 1; t >= 0; --t) {
+      check_deadline();
       const size_t row0 = static_cast<size_t>(ch.step_begin[t]);
       const int n = ch.step_begin[t + 1] - ch.step_begin[t];
       for (int i = 0; i < n; ++i) {
@@ -753,7 +796,7 @@ struct TorchPolicy::Impl {
       }
     }
     // Recurrent weights: Hp holds each row's previous hidden state.
-    gemm(true, false, 4 * H, H, R, 1, dz, 4 * H, ch.Hp.data(), H, 0, g_wd_hh, H);
+    gemm_sum_over_rows(4 * H, H, R, dz, 4 * H, ch.Hp.data(), H, g_wd_hh, H);
     // Input projections: a row's dz goes to the row of the device it was fed.
     ch.dproj.assign(static_cast<size_t>(D + 1) * 4 * H, 0.0f);
     for (size_t r = 0; r < rows; ++r) {
@@ -921,6 +964,10 @@ TorchPolicy::TorchPolicy(const PolicyConfig& config, std::span<const float> feat
 }
 
 void TorchPolicy::use_parallel_for(ParallelFor run) { impl_->parallel_for = std::move(run); }
+
+void TorchPolicy::set_deadline(std::chrono::steady_clock::time_point deadline) {
+  impl_->deadline = deadline;
+}
 
 void TorchPolicy::reinitialize(uint64_t seed) {
   {

@@ -32,8 +32,10 @@
 // Thread safety: a Policy is used by one thread at a time.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
@@ -59,6 +61,25 @@ struct PolicyConfig {
   // share a prefix share its computation. The chunking, not the number of threads, fixes the
   // arithmetic, so results are the same for every thread count. Default: 8.
   int chunk = 8;
+};
+
+// Bytes the fast engine holds at most for one pass over `sequences` sequences (sampled and forced)
+// of config.num_groups decisions: one decoder row per sequence and group before prefix sharing,
+// each with its activations (10 H + G + D floats) and the buffers of its backward pass (9 H + G +
+// D floats) and its row index. The weights, their gradients and the encoder (G rows) are left out:
+// at the sizes where this matters they are below 1% of it.
+inline int64_t policy_pass_bytes(const PolicyConfig& config, int sequences) {
+  const int64_t H = config.hidden, G = config.num_groups, D = config.num_devices;
+  const int64_t per_row = 4 * (19 * H + 2 * G + 2 * D) + 4;
+  return static_cast<int64_t>(sequences) * G * per_row;
+}
+
+// Thrown by sample(), update() and greedy() when the deadline given to set_deadline() passes during
+// the pass. The pass is abandoned where it stands: the weights and the optimizer state are those
+// from before it, and the next update() recomputes its forward pass.
+class PolicyDeadlinePassed : public std::exception {
+ public:
+  const char* what() const noexcept override { return "rl: the policy's deadline passed"; }
 };
 
 // Plain state saved with the network in a checkpoint.
@@ -125,6 +146,10 @@ class Policy {
   // Runs the chunks of sample(), update() and greedy() through `run` (empty: on the calling
   // thread). Whatever `run` uses must outlive its use here.
   virtual void use_parallel_for(ParallelFor run) = 0;
+  // sample(), update() and greedy() check the clock at every decoder step and between the blocks
+  // of their large products (at most about a second apart at the largest sizes the rl placer
+  // allows) and throw PolicyDeadlinePassed once `deadline` has passed. Default: no deadline.
+  virtual void set_deadline(std::chrono::steady_clock::time_point deadline) = 0;
   // Fresh weights drawn with `seed` and a fresh Adam state: the policy starts over.
   virtual void reinitialize(uint64_t seed) = 0;
 

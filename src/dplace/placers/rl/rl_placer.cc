@@ -38,6 +38,13 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// This machine's physical memory in bytes; 0 when the system does not say.
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_bytes > 0 ? static_cast<int64_t>(pages) * page_bytes : 0;
+}
+
 [[noreturn]] void bad_param(const std::string& key, const std::string& value,
                             const std::string& expected) {
   throw ConfigError(fmt::format("placer 'rl': --param {}={}: expected {}", key, value, expected));
@@ -363,6 +370,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   load_torch_module();
   if (!options.checkpoint.empty()) check_checkpoint_path(options.checkpoint);
   const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(request.budget_seconds));
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
   const CostTable& costs = *request.costs;
@@ -453,6 +462,25 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   const int K = options.batch;
   const int G_base = static_cast<int>(base.num_groups);
 
+  // The policy's passes hold every decoder row of a batch (policy_pass_bytes): refuse sizes that
+  // would take more than half of this machine's memory (hidden 1,024 with batch 1,024 over 256
+  // groups needs 21 GB) rather than let the system run out of it.
+  for (const Grouping& g : groupings) {
+    PolicyConfig pc;
+    pc.num_groups = g.features.back().num_groups;
+    pc.num_devices = D;
+    pc.hidden = options.hidden;
+    const int64_t need = policy_pass_bytes(pc, K + 1);
+    const int64_t have = physical_memory_bytes();
+    if (have > 0 && need > have / 2) {
+      throw ConfigError(fmt::format(
+          "placer 'rl': a batch of {} samples over {} groups at hidden {} needs about {:.1f} GB "
+          "for the policy's activations, more than half of this machine's {:.1f} GB of memory; "
+          "lower --param batch, hidden or groups",
+          K, pc.num_groups, pc.hidden, need / 1e9, have / 1e9));
+    }
+  }
+
   RlRun run;
   run.num_groups = groupings.front().levels.back().num_groups;
   run.base_groups = base.num_groups;
@@ -515,13 +543,18 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     pc.chunk = options.chunk > 0 ? options.chunk : (options.batch + 1) / 2;
     std::unique_ptr<Policy> policy = make_policy(pc, features.values, features.allowed);
     policy->use_parallel_for(parallel_for_on(pool));
+    policy->set_deadline(deadline);
     return policy;
   };
   // Fits the policy to one placement by maximum likelihood (a warm start), within the budget.
   auto imitate = [&](Policy& policy, const std::vector<int32_t>& target) {
     const std::vector<double> one = {1.0};
-    for (int i = 0; i < options.init_steps && seconds_since(start) < request.budget_seconds; ++i)
-      policy.update(target, one, 0.0);
+    try {
+      for (int i = 0; i < options.init_steps && seconds_since(start) < request.budget_seconds; ++i)
+        policy.update(target, one, 0.0);
+    } catch (const PolicyDeadlinePassed&) {
+      // The step under way is dropped; the steps before it stand.
+    }
   };
 
   // Names alone let a checkpoint resume on a graph or cluster that was edited under the same name
@@ -635,9 +668,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
           ? make_simulator_reward_source(simulator, pool)
           : make_command_reward_source(
                 options.measure_cmd, graph, cluster, pool,
-                {.timeout_s = options.measure_timeout_s,
-                 .deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(request.budget_seconds))});
+                {.timeout_s = options.measure_timeout_s, .deadline = deadline});
   // The step time charged to an OOM placement: oom-time when given; else twice an upper bound on
   // any simulated step time, raised to twice the slowest fitting measurement (a measure-cmd's
   // times need not be the simulator's), so that every fitting placement beats every OOM one.
@@ -807,8 +838,15 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     const double best_before = state.best_actions.empty() ? INFINITY : state.best_step_time_s;
     const bool best_before_fits = best_before < state.oom_step_time_s;
     const bool imitate_best = options.imitation > 0 && !best_here.empty();
-    policy->sample(K, uniforms, actions,
-                   imitate_best ? std::span<const int32_t>(best_here) : std::span<const int32_t>());
+    try {
+      policy->sample(
+          K, uniforms, actions,
+          imitate_best ? std::span<const int32_t>(best_here) : std::span<const int32_t>());
+    } catch (const PolicyDeadlinePassed&) {
+      run.policy_seconds += seconds_since(t0);
+      run.pass_cut = "the sampling of a batch";
+      break;
+    }
     run.policy_seconds += seconds_since(t0);
 
     t0 = Clock::now();
@@ -888,7 +926,16 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         options.entropy_weight + (options.entropy_final - options.entropy_weight) * progress;
 
     t0 = Clock::now();
-    const UpdateStats stats = policy->update(actions, advantages, entropy_weight);
+    UpdateStats stats;
+    try {
+      stats = policy->update(actions, advantages, entropy_weight);
+    } catch (const PolicyDeadlinePassed&) {
+      // The batch was evaluated (its best is kept) but not learned from; its samples are not
+      // counted, so a run resumed from the final checkpoint draws and learns from it again.
+      run.policy_seconds += seconds_since(t0);
+      run.pass_cut = fmt::format("the update of a batch (its {} samples were evaluated)", K);
+      break;
+    }
     run.policy_seconds += seconds_since(t0);
     decoder_rows_sum += stats.decoder_rows_fraction;
 
@@ -962,12 +1009,24 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     if (checkpoint_now) save_checkpoint();
   }
 
-  // The greedy decoding of the final policy, returned if better than every sample.
-  // A measurement started after the budget would be killed at once; it is not started.
-  run.greedy_group_devices =
-      refine(grouping_at(state.restarts), static_cast<int>(state.level), policy->greedy());
-  run.greedy_evaluated =
-      options.measure_cmd.empty() || seconds_since(start) < request.budget_seconds;
+  // The greedy decoding of the final policy, returned if better than every sample. It may finish
+  // up to a tenth of the budget (at most a second) after it, which at the default sizes it never
+  // needs (milliseconds), and without limit when it is the only placement there is. A measurement
+  // started after the budget would be killed at once; it is not started, unless it is that only
+  // placement.
+  const bool have_best = !state.best_actions.empty();
+  policy->set_deadline(have_best ? deadline + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(
+                                                      std::min(1.0, 0.1 * request.budget_seconds)))
+                                 : Clock::time_point::max());
+  try {
+    run.greedy_group_devices =
+        refine(grouping_at(state.restarts), static_cast<int>(state.level), policy->greedy());
+  } catch (const PolicyDeadlinePassed&) {
+    run.greedy_abandoned = true;
+  }
+  run.greedy_evaluated = !run.greedy_abandoned && (!have_best || options.measure_cmd.empty() ||
+                                                   seconds_since(start) < request.budget_seconds);
   if (run.greedy_evaluated) {
     run.greedy_step_time_s = evaluate_one(base, run.greedy_group_devices);
     if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
@@ -1054,7 +1113,13 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
                   "; no measured placement fit (every measurement was OOM "
                   "or killed): the placement returned is not known to run");
   }
-  if (!run.greedy_evaluated) {
+  if (!run.pass_cut.empty()) {
+    run.result.note +=
+        fmt::format("; --budget-seconds ran out during {}, which was abandoned", run.pass_cut);
+  }
+  if (run.greedy_abandoned) {
+    run.result.note += "; the final greedy decoding was abandoned (the budget was spent)";
+  } else if (!run.greedy_evaluated) {
     run.result.note += "; the final greedy placement was not measured (the budget was spent)";
   }
   if (!warm_start.empty()) {

@@ -189,11 +189,16 @@ struct RlRun {
   double best_step_time_s = 0;  // penalised
   bool best_feasible = false;
   std::vector<int32_t> best_group_devices;    // device index per base group (base_groups)
-  std::vector<int32_t> greedy_group_devices;  // the final policy's greedy decoding, ditto
+  std::vector<int32_t> greedy_group_devices;  // the final policy's greedy decoding, ditto; or empty
   double greedy_step_time_s = 0;              // penalised
-  bool greedy_evaluated = true;               // false: measure-cmd and no budget left to measure it
-  double warm_start_step_time_s = 0;          // penalised; init=expert only
+  // false: not decoded (greedy_abandoned), or measure-cmd and no budget left to measure it.
+  bool greedy_evaluated = true;
+  bool greedy_abandoned = false;      // the decoding ran past the budget (see run_rl)
+  double warm_start_step_time_s = 0;  // penalised; init=expert only
   bool resumed = false;
+  // Non-empty: the policy's pass that --budget-seconds cut short ("the sampling of a batch", "the
+  // update of a batch ...").
+  std::string pass_cut;
   // Placements of the base groups when there are at most RlOptions::enumerate of them: all were
   // evaluated and nothing was learned (no policy updates). 0: the policy learned.
   int64_t enumerated = 0;

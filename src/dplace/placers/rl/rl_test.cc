@@ -726,6 +726,52 @@ TEST(RlPlacerTest, PolishingIsOffForMeasuredRewards) {
   EXPECT_THROW(rl_options_from_params({{"polish-rounds", "0"}}), ConfigError);
 }
 
+// A policy whose passes would hold more than half of the machine's memory is refused at the
+// start (hidden 1,024 and batch 1,024 over 256 groups took 21 GB), naming what to lower. 3,000
+// independent ops and groups=3000: about 300 GB at those sizes, more than any test machine has.
+TEST(RlPlacerTest, APolicyTooLargeForTheMachinesMemoryIsRefused) {
+  GraphBuilder b("wide", "test");
+  const OpId x = b.add_op(make_op("x", {}, 0, 1000));
+  for (int i = 0; i < 3000; ++i) b.add_op(make_op("m" + std::to_string(i), {x}, 1e6, 1000));
+  const Problem p(std::move(b).build(), toy_cluster(int64_t{1} << 36));
+  try {
+    run(p, 1, {{"groups", "3000"}, {"levels", "1"}, {"hidden", "1024"}, {"batch", "1024"}});
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("a batch of 1024 samples over 3000 groups at hidden 1024 needs about"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("lower --param batch, hidden or groups"), std::string::npos);
+  }
+  // The same sizes on the two-tower graph's five groups need a few MB.
+  const auto towers = two_towers();
+  EXPECT_NO_THROW(run(*towers, 1, {{"samples", "1024"}, {"hidden", "1024"}, {"batch", "1024"}}));
+}
+
+// A budget spent before the first batch leaves the final policy's greedy decoding as the only
+// placement: it is returned (measured too, and killed at once since the budget is spent, so
+// charged as OOM) instead of an empty best placement (a crash with measure-cmd before).
+TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstBatchReturnsTheGreedyPlacement) {
+  const auto p = two_towers();
+  for (const char* command : {"", "echo 0.001"}) {
+    SCOPED_TRACE(command);
+    std::map<std::string, std::string> params = {{"enumerate", "0"}};
+    if (*command) params["measure-cmd"] = std::string(command) + " {placement}";
+    PlaceRequest request = p->request(1, params);
+    request.budget_seconds = 1e-9;
+    const RlRun r = run_rl(request, rl_options_from_params(params));
+    EXPECT_EQ(r.samples, 0);
+    EXPECT_EQ(r.best_group_devices, r.greedy_group_devices);
+    ASSERT_EQ(r.result.placement.device_of_op.size(), p->graph.num_ops());
+    for (DeviceId d : r.result.placement.device_of_op) EXPECT_TRUE(d.valid());
+    if (*command) {
+      EXPECT_NE(r.result.note.find("no measured placement fit"), std::string::npos)
+          << r.result.note;
+    }
+  }
+}
+
 // The measured reward source: a script that reads the placement file and prints a step time.
 std::string script(const std::string& name) {
   return std::string("/usr/bin/python3 -S ") + DPLACE_RL_TEST_DATA_DIR + "/" + name;
@@ -895,6 +941,63 @@ TEST(PolicyTest, ForcedRowsRideAlongWithTheSamples) {
     a->update(with_best, only_best, 0.0);
   }
   EXPECT_EQ(a->greedy(), best);
+}
+
+// A pass that reaches its deadline is abandoned and changes nothing: after a sample(), an
+// update() and a greedy() cut at once, a policy samples, learns and decodes as its twin that never
+// ran them.
+TEST(PolicyTest, APassedDeadlineAbandonsThePassAndKeepsTheWeights) {
+  const PolicyConfig c = small_policy_config(2);
+  Rng rng(11);
+  const std::vector<float> features = random_features(rng);
+  const std::vector<uint8_t> allowed(18, 1);
+  const std::unique_ptr<Policy> a = make_policy(c, features, allowed);
+  const std::unique_ptr<Policy> b = make_policy(c, features, allowed);
+  std::vector<double> uniforms(4 * 6);
+  for (double& u : uniforms) u = rng.uniform01();
+  const std::vector<double> advantages = {0.5, -1.0, 0.2, -0.1};
+  std::vector<int32_t> actions_a;
+  std::vector<int32_t> actions_b;
+  const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  a->set_deadline(past);
+  EXPECT_THROW(a->sample(4, uniforms, actions_a), PolicyDeadlinePassed);
+  EXPECT_THROW((void)a->greedy(), PolicyDeadlinePassed);
+  a->set_deadline(std::chrono::steady_clock::time_point::max());
+  a->sample(4, uniforms, actions_a);
+  b->sample(4, uniforms, actions_b);
+  EXPECT_EQ(actions_a, actions_b);
+  a->set_deadline(past);
+  EXPECT_THROW((void)a->update(actions_a, advantages, 0.1), PolicyDeadlinePassed);
+  a->set_deadline(std::chrono::steady_clock::time_point::max());
+  const UpdateStats sa = a->update(actions_a, advantages, 0.1);
+  const UpdateStats sb = b->update(actions_b, advantages, 0.1);
+  EXPECT_EQ(sa.loss, sb.loss);
+  EXPECT_EQ(sa.grad_norm, sb.grad_norm);
+  a->sample(4, uniforms, actions_a);
+  b->sample(4, uniforms, actions_b);
+  EXPECT_EQ(actions_a, actions_b);
+  EXPECT_EQ(a->greedy(), b->greedy());
+}
+
+// The backward pass cuts its products over a chunk's rows into blocks of 16,384 rows (to check
+// the deadline between them); a chunk of 300 samples over 64 groups has more rows than that, and
+// its gradients still match autograd's.
+TEST(PolicyTest, GradientsOverMoreRowsThanOneBlockMatchAutograd) {
+  PolicyConfig c = small_policy_config(1000);
+  c.num_groups = 64;
+  Rng rng(13);
+  std::vector<float> features(static_cast<size_t>(64) * c.feature_dim);
+  for (float& f : features) f = static_cast<float>(rng.uniform01());
+  const std::vector<uint8_t> allowed(static_cast<size_t>(64) * 3, 1);
+  const std::unique_ptr<Policy> policy = make_policy(c, features, allowed);
+  const int batch = 300;
+  std::vector<int32_t> actions(static_cast<size_t>(batch) * 64);
+  for (int32_t& a : actions) a = static_cast<int32_t>(rng.uniform_int(3));
+  std::vector<double> advantages(batch);
+  for (double& a : advantages) a = rng.uniform01() - 0.5;
+  EXPECT_LT(policy->check_gradients(actions, advantages, 0.3), 1e-4);
+  const UpdateStats stats = policy->update(actions, advantages, 0.3);
+  EXPECT_GT(stats.decoder_rows_fraction * batch * 64, 16384);
 }
 
 TEST(RewardTest, CommandOutputIsParsed) {
