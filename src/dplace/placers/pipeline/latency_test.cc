@@ -144,6 +144,22 @@ TEST(LatencyTest, IntegerProgramMatchesBruteForceWithClassesAroundNodes) {
       {.seed = 7, .colour_back = 2, .colour_percent = 35, .chain = true});
 }
 
+// With room for the whole chain on one accelerator the greedy split is the chain's critical path,
+// the lower bound itself: reported optimal (it was "gap 0.00%").
+TEST(LatencyTest, AGreedySplitAtTheLowerBoundIsOptimal) {
+  const PipelineProblem p = chain4(100);
+  PipelineRequest request;
+  request.problem = &p;
+  request.options.objective = PipelineObjective::kLatency;
+  request.options.latency_method = LatencyMethod::kGreedy;
+  const PipelinePlan plan = solve_pipeline(request);
+  ASSERT_TRUE(plan.feasible);
+  EXPECT_DOUBLE_EQ(plan.latency_s, 4.0);
+  EXPECT_DOUBLE_EQ(plan.lower_bound_s, 4.0);
+  EXPECT_TRUE(plan.optimal);
+  EXPECT_EQ(plan.gap, 0.0);
+}
+
 TEST(LatencyTest, PipelineSolverReportsLatencyAndSubgraphTimes) {
   const PipelineProblem p = chain4(10);
   PipelineRequest request;

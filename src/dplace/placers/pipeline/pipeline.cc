@@ -161,9 +161,11 @@ void solve_latency(const PipelineProblem& p, const PipelineOptions& opt, Pipelin
       plan.devices[d].finish_s = ev.finish_s[d];
     }
   }
-  plan.optimal = r.optimal;
   plan.lower_bound_s = std::min(plan.latency_s, r.best_bound_s);
-  plan.gap = plan.optimal ? 0.0 : relative_gap(plan.latency_s, plan.lower_bound_s);
+  plan.gap = relative_gap(plan.latency_s, plan.lower_bound_s);
+  // A split at its lower bound is optimal, whichever method found it (the greedy one too).
+  plan.optimal = r.optimal || plan.gap <= 1e-9;
+  if (plan.optimal) plan.gap = 0;
   if (opt.latency_method == LatencyMethod::kIlp && !r.optimal) {
     const std::string gap = fmt::format("gap {:.2f}%", 100 * plan.gap);
     plan.note = plan.note.empty()
