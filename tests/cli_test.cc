@@ -156,6 +156,15 @@ TEST(CliTest, NonFiniteOrHugeTimeLimitIsOneLineExit2) {
   expect_one_line_error(
       run("place two_tower --cluster paper-k80x2 --placer anneal --budget-seconds 1e300"),
       "--budget-seconds 1e+300: expected a number of seconds in (0, 1000000]");
+  // compare ran every placer with the bad value, printed each one's error as its row and exited 0.
+  expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --budget-seconds 0"),
+                        "--budget-seconds 0: expected a number of seconds in (0, 1000000]");
+  // Hexadecimal was read as seconds ("0x10" as 16 s).
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer anneal --budget-seconds 0x10"),
+      "--budget-seconds '0x10': expected a number of seconds in (0, 1000000], in decimal");
+  expect_one_line_error(run("pipeline two_tower --cluster paper-k80x2 --time-limit 0x10"),
+                        "--time-limit '0x10': expected a number of seconds");
 }
 
 TEST(CliTest, OptionsThePlacerDoesNotReadAreRefused) {

@@ -134,8 +134,7 @@ void add_pipeline_command(CLI::App& app) {
                 "without it, the non-contiguous integer program (CBC)");
   cmd->add_option("--latency-method", args->latency_method,
                   "latency: ilp (default, CBC) or greedy (the paper's baseline)");
-  cmd->add_option("--time-limit", args->time_limit_s, "seconds for CBC (default 60)")
-      ->check(non_empty_value("a number of seconds"));
+  add_seconds_option(cmd, "--time-limit", args->time_limit_s, "seconds for CBC (default 60)");
   add_seed_option(cmd, args->seed,
                   "throughput: seed of the local searches that improve splits the exact solvers "
                   "cannot finish (default 1)");

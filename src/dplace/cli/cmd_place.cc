@@ -41,9 +41,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& args) {
   cmd->add_option("--cluster", args.cluster, "preset name or cluster JSON file")
       ->check(non_empty_value("a preset or a cluster file"));
   add_seed_option(cmd, args.seed, "seed of randomised placers (default 1)");
-  cmd->add_option("--budget-seconds", args.budget_seconds,
-                  "wall-clock budget of search placers (default 60)")
-      ->check(non_empty_value("a number of seconds"));
+  add_seconds_option(cmd, "--budget-seconds", args.budget_seconds,
+                     "wall-clock budget of search placers (default 60)");
   cmd->add_flag("--progress", args.progress, "progress lines on stderr even when not a terminal");
   cmd->add_option("--placement", args.expert_path,
                   "expert placement file replacing the model's own (expert placer; anneal's and "

@@ -72,6 +72,28 @@ void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help) {
       ->type_name("UINT");
 }
 
+void add_seconds_option(CLI::App* cmd, const std::string& name, double& seconds,
+                        const std::string& help) {
+  cmd->add_option_function<std::string>(
+         name,
+         [name, &seconds](const std::string& text) {
+           if (text.empty()) {
+             throw ConfigError(fmt::format("{}: empty value: expected a number of seconds", name));
+           }
+           double value = 0;
+           const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+           if (ec != std::errc() || end != text.data() + text.size()) {
+             throw ConfigError(
+                 fmt::format("{} '{}': expected a number of seconds in (0, {}], in decimal", name,
+                             text, kMaxLimitSeconds));
+           }
+           check_limit_seconds(name, value);
+           seconds = value;
+         },
+         help)
+      ->type_name("SECONDS");
+}
+
 namespace {
 
 std::vector<std::string>& waiting_input_warnings() {

@@ -41,6 +41,13 @@ CLI::Validator non_empty_value(const std::string& expected);
 // value without complaint: anything but a whole number in [0, 2^64) is a one-line error.
 void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help);
 
+// A wall-clock limit such as --budget-seconds or --time-limit, parsed here rather than by CLI11,
+// which took hexadecimal ("0x10" as 16 s): a decimal number in (0, kMaxLimitSeconds], checked when
+// the option is read, so that every command that takes it refuses a bad value before any work
+// (compare used to run, giving each placer the error, and exit 0).
+void add_seconds_option(CLI::App* cmd, const std::string& name, double& seconds,
+                        const std::string& help);
+
 struct Workload {
   Graph graph;
   std::optional<Cluster> implied_cluster;
