@@ -377,6 +377,29 @@ TEST(CliTest, PipelineSeedChoosesTheLocalSearchAndTheSameSeedTheSameSplit) {
   EXPECT_EQ(other.out.find("local search improved"), std::string::npos) << other.out;
 }
 
+// The plan counts weights and temporaries against memory, the simulated training step also the
+// activations it keeps: a plan that fits can run out of memory as a step, and the line that
+// reports the step says so (it gave the step time alone, while --json's oom_devices listed it).
+TEST(CliTest, PipelineSaysWhenItsSimulatedStepRunsOutOfMemory) {
+  const std::string command =
+      "pipeline gpt2 --batch 48 --layers 1 --cluster paper-k80x2 --contiguous";
+  const RunResult text = run(command);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("simulated without pipelining: 4.296 s, out of memory on /gpu:1\n"),
+            std::string::npos)
+      << text.out;
+  const RunResult json = run(command + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json j = Json::parse(json.out);
+  EXPECT_TRUE(j["feasible"].get<bool>());
+  EXPECT_FALSE(j["simulation"]["feasible"].get<bool>());
+  EXPECT_EQ(j["oom_devices"].size(), 1u);
+  const RunResult fits =
+      run("pipeline gpt2 --batch 16 --layers 1 --cluster paper-k80x2 --contiguous");
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(fits.out.find("out of memory"), std::string::npos) << fits.out;
+}
+
 TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {
   // It used to reach the expert placer (and anneal's start) unchecked and abort the run.
   const fs::path graph = temp_dir() / "colocated.json";

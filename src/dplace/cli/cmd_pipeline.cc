@@ -13,6 +13,7 @@
 // simulated as one ordinary step (docs/simulator.md) so that -o/--trace/--dot work as for
 // `place`.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "dplace/cli/commands.h"
 #include "dplace/cli/report.h"
@@ -111,8 +112,16 @@ void run_pipeline(const PipelineArgs& args) {
   } else {
     fmt::print("{}", pipeline_plan_table(problem, plan));
     if (step) {
-      fmt::print("one step of this placement, simulated without pipelining: {}\n",
-                 format_seconds(step->sim.step_time_s));
+      // The plan's memory counts node sizes (weights and temporaries, not the activations a
+      // training step keeps for its backward pass), so a plan that fits may still run out of
+      // memory as one ordinary step: say so on the line that reports that step.
+      std::vector<std::string> oom;
+      for (const OomDevice& d : step->sim.oom_devices)
+        oom.push_back(session.cluster().device(d.device).name);
+      fmt::print(
+          "one step of this placement, simulated without pipelining: {}{}\n",
+          format_seconds(step->sim.step_time_s),
+          oom.empty() ? std::string() : fmt::format(", out of memory on {}", fmt::join(oom, ", ")));
     }
   }
   if (step) write_outputs(session, *step, args.out);
