@@ -1106,12 +1106,18 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   }
   if (!options.measure_cmd.empty()) {
     // The step time printed with the result is the simulator's; say what was measured.
-    run.result.note +=
-        state.best_step_time_s < state.oom_step_time_s
-            ? fmt::format("; best measured step time {}", format_seconds(state.best_step_time_s))
-            : std::string(
-                  "; no measured placement fit (every measurement was OOM "
-                  "or killed): the placement returned is not known to run");
+    if (state.best_step_time_s < state.oom_step_time_s) {
+      run.result.note +=
+          fmt::format("; best measured step time {}", format_seconds(state.best_step_time_s));
+    } else if (run.evaluations == 0 && warm_start.empty()) {
+      run.result.note +=
+          "; nothing was measured before --budget-seconds ran out: the placement returned is the "
+          "untrained policy's greedy decoding, not known to run";
+    } else {
+      run.result.note +=
+          "; no measured placement fit (every measurement was OOM or killed): the placement "
+          "returned is not known to run";
+    }
   }
   if (!run.pass_cut.empty()) {
     run.result.note +=
