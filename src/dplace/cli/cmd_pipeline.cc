@@ -143,7 +143,9 @@ void add_pipeline_command(CLI::App& app) {
                 "without it, the non-contiguous integer program (CBC)");
   cmd->add_option("--latency-method", args->latency_method,
                   "latency: ilp (default, CBC) or greedy (the paper's baseline)");
-  add_seconds_option(cmd, "--time-limit", args->time_limit_s, "seconds for CBC (default 60)");
+  add_seconds_option(
+      cmd, "--time-limit", args->time_limit_s,
+      "seconds for CBC (default 60); the DP and local searches before it have their own limits");
   add_seed_option(cmd, args->seed,
                   "throughput: seed of the local searches that improve splits the exact solvers "
                   "cannot finish (default 1)");

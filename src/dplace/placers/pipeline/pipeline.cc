@@ -91,6 +91,11 @@ void solve_throughput(const PipelineProblem& p, const PipelineOptions& opt, Pipe
       search_note = fmt::format(
           "local search without contiguity found nothing better before its time limit ({:.1f} s)",
           search.time_limit_s);
+    } else {
+      search_note = fmt::format(
+          "local search without contiguity found nothing better than the contiguous split in "
+          "{:.1f} s",
+          search_s);
     }
   }
   const ThroughputIlpResult ilp = solve_throughput_ilp(p, ilp_options);
