@@ -28,6 +28,20 @@ TEST(MSctPlacerTest, KeepsTheEdgesOfASourceThatTakesTimeOnSomeDevice) {
   EXPECT_NE(run.result.note.find("; 1 favourite children"), std::string::npos) << run.result.note;
 }
 
+// The budget bounds the LP; the list scheduling after it is m-etf's and is not cut. A run that
+// ends past the budget says so (it used to overrun it by m-etf's whole time without a word).
+TEST(MSctPlacerTest, SaysWhenTheListSchedulingRanPastTheBudget) {
+  auto c = two_chains_case();
+  const PlacerRun fast = run_placer(*c, "m-sct");
+  EXPECT_EQ(fast.result.note.find("--budget-seconds does not bound"), std::string::npos)
+      << fast.result.note;
+  const PlacerRun past = run_placer(*c, "m-sct", {.budget_seconds = 1e-9});
+  EXPECT_NE(past.result.note.find("which --budget-seconds does not bound (m-sct took"),
+            std::string::npos)
+      << past.result.note;
+  EXPECT_DOUBLE_EQ(past.sim.step_time_s, c->optimum_s());
+}
+
 TEST(MSctPlacerTest, SkipsTheLpAboveTheEdgeLimit) {
   auto c = two_chains_case();
   const PlacerRun run = run_placer(*c, "m-sct", {.params = {{"lp_max_edges", "2"}}});
