@@ -503,6 +503,7 @@ class AnnealPlacer final : public Placer {
                           std::chrono::duration<double>(request.budget_seconds / 2));
     std::vector<Candidate> starts;
     std::vector<std::string> cut_starts;
+    std::vector<std::string> overran_starts;
     size_t candidates_left = anneal_start_candidates().size();
     for (const std::string& name : anneal_start_candidates()) {
       const size_t share = candidates_left--;
@@ -534,6 +535,13 @@ class AnnealPlacer final : public Placer {
         PlaceResult r = make_placer(name)->place(sub);
         result.evaluations += r.evaluations;
         starts.push_back({name, std::move(r.placement)});
+        // scotch, mincut and metis cannot be stopped, and the others check the clock only every
+        // so many ops: a start may end past its share.
+        const auto end = std::chrono::steady_clock::now();
+        if (sub.deadline && end > *sub.deadline) {
+          overran_starts.push_back(
+              fmt::format("{} ({:.3g} s)", name, std::chrono::duration<double>(end - now).count()));
+        }
       } catch (const ConfigError&) {
         // e.g. no GPU in the cluster: not a start candidate
       } catch (const DeadlinePassed&) {
@@ -586,6 +594,11 @@ class AnnealPlacer final : public Placer {
       searched.note += fmt::format(
           "; start candidates dropped for time (starts may take half of --budget-seconds): {}",
           fmt::join(cut_starts, ", "));
+    }
+    if (!overran_starts.empty()) {
+      searched.note +=
+          fmt::format("; start candidates that ran past their share of --budget-seconds: {}",
+                      fmt::join(overran_starts, ", "));
     }
     return searched;
   }
