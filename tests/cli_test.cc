@@ -400,6 +400,24 @@ TEST(CliTest, PipelineSaysWhenItsSimulatedStepRunsOutOfMemory) {
   EXPECT_EQ(fits.out.find("out of memory"), std::string::npos) << fits.out;
 }
 
+// Two outputs naming one file: the later write replaced the earlier (a curve lost to the
+// checkpoint, a placement to the trace) and the run said nothing.
+TEST(CliTest, TwoOutputsNamingOneFileAreRefused) {
+  const std::string dir = temp_dir().string();
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer heft -o " + dir +
+                            "/a.json --trace " + dir + "/./a.json"),
+                        "-o " + dir + "/a.json and --trace " + dir +
+                            "/./a.json are the same file: one would overwrite the other");
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer rl --param checkpoint=" + dir +
+          "/same.x --curve " + dir + "/same.x"),
+      "--param checkpoint=" + dir + "/same.x and --param curve=" + dir +
+          "/same.x are the same file");
+  expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --placers rl -o " + dir +
+                            "/c.json --param rl.curve=" + dir + "/c.json"),
+                        "-o " + dir + "/c.json and --param rl.curve=" + dir + "/c.json");
+}
+
 TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {
   // It used to reach the expert placer (and anneal's start) unchecked and abort the run.
   const fs::path graph = temp_dir() / "colocated.json";

@@ -123,7 +123,31 @@ void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out
   cmd->add_flag("--json", args.json, "print one JSON object on stdout");
 }
 
+void check_outputs_apart(const std::vector<NamedPath>& outputs) {
+  std::vector<std::filesystem::path> resolved;
+  for (const NamedPath& o : outputs) {
+    std::error_code ec;
+    std::filesystem::path p =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(o.path), ec);
+    if (ec) p = std::filesystem::absolute(o.path).lexically_normal();
+    resolved.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (resolved[i] == resolved[j]) {
+        // "-o FILE", but "--param curve=FILE".
+        auto shown = [](const NamedPath& o) {
+          return o.option + (o.option.ends_with('=') ? "" : " ") + o.path;
+        };
+        throw ConfigError(fmt::format("{} and {} are the same file: one would overwrite the other",
+                                      shown(outputs[j]), shown(outputs[i])));
+      }
+    }
+  }
+}
+
 void check_output_paths(const OutputArgs& args) {
+  check_outputs_apart(output_files(args));
   for (const std::string& path : {args.placement_path, args.trace_path, args.dot_path}) {
     if (path.empty()) continue;
     const std::filesystem::path p(path);
@@ -142,6 +166,14 @@ void check_output_paths(const OutputArgs& args) {
                                     exists ? "the file" : "its directory"));
     }
   }
+}
+
+std::vector<NamedPath> output_files(const OutputArgs& args) {
+  std::vector<NamedPath> out;
+  if (!args.placement_path.empty()) out.push_back({"-o", args.placement_path});
+  if (!args.trace_path.empty()) out.push_back({"--trace", args.trace_path});
+  if (!args.dot_path.empty()) out.push_back({"--dot", args.dot_path});
+  return out;
 }
 
 void write_outputs(const Session& session, const Evaluation& e, const OutputArgs& args) {

@@ -51,6 +51,22 @@ struct OutputArgs {
   bool json = false;           // --json
 };
 void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out);
+// A file a command writes, with the option that names it ("-o", "--param curve=", ...; shown
+// followed by a space unless it ends with '=').
+struct NamedPath {
+  std::string option;
+  std::string path;
+};
+
+// The files -o, --trace and --dot name (those given).
+std::vector<NamedPath> output_files(const OutputArgs& args);
+
+// Throws ConfigError naming both options when two of `outputs` are the same file (after resolving
+// "." and "..", and symbolic links in the part that exists): the later write would replace the
+// earlier one without a word.
+void check_outputs_apart(const std::vector<NamedPath>& outputs);
+
+// Also refuses two of -o, --trace and --dot naming the same file (check_outputs_apart).
 // Throws ConfigError "PATH: cannot open file for writing (...)" for an output path that is a
 // directory or whose directory is missing or not writable, so that a long search is not run for
 // a result that cannot be saved. Called before the work; write_outputs still reports later errors.

@@ -18,6 +18,7 @@
 #include <fstream>
 
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 #include "dplace/core/json.h"
 
 namespace dplace::rl {
@@ -247,6 +248,9 @@ class CommandRewardSource final : public RewardSource {
     if (ran.timed_out) return {.step_time_s = 0, .feasible = false, .timed_out = true};
     const int status = ran.status;
     const std::string line = last_line(ran.output);
+    // As shown in messages: a NUL or other control character would cut or break the line.
+    const std::string shown_line = escape_control_characters(line);
+    const std::string shown_errors = escape_control_characters(last_line(ran.errors));
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       const std::string how =
           status == -1 ? std::string("could not be waited for")
@@ -256,20 +260,22 @@ class CommandRewardSource final : public RewardSource {
               : fmt::format("exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
       throw ConfigError(
           fmt::format("measure-cmd '{}': {} (last line of output: '{}'; last line on stderr: '{}')",
-                      command_, how, line, last_line(ran.errors)));
+                      command_, how, shown_line, shown_errors));
     }
     std::string lower = line;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower.rfind("oom", 0) == 0) return {.step_time_s = 0, .feasible = false};
     char* parse_end = nullptr;
     const double seconds = std::strtod(line.c_str(), &parse_end);
-    // Decimal notation only: strtod would also take "0x10" or "inf".
+    // Decimal notation only: strtod would also take "0x10" or "inf". At most kMaxLimitSeconds:
+    // the reward divides by the lower bound, and 1e306 s overflowed into "the learning diverged".
     if (line.empty() || line.find_first_not_of("0123456789.eE+-") != std::string::npos ||
-        parse_end != line.c_str() + line.size() || !std::isfinite(seconds) || seconds <= 0) {
+        parse_end != line.c_str() + line.size() || !std::isfinite(seconds) || seconds <= 0 ||
+        seconds > kMaxLimitSeconds) {
       throw ConfigError(fmt::format(
-          "measure-cmd '{}': expected a step time in seconds or 'oom' as the last line of its "
-          "output, got '{}' (last line on stderr: '{}')",
-          command_, line, last_line(ran.errors)));
+          "measure-cmd '{}': expected a step time in seconds (above 0, at most {}) or 'oom' as the "
+          "last line of its output, got '{}' (last line on stderr: '{}')",
+          command_, kMaxLimitSeconds, shown_line, shown_errors));
     }
     return {.step_time_s = seconds, .feasible = true};
   }

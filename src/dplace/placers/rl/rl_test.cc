@@ -276,6 +276,19 @@ TEST(RlPlacerTest, ResumingFromCheckpointContinuesTheSameRun) {
   }
   const Problem t_reads_b1(std::move(rewired).build(), toy_cluster(int64_t{1} << 36));
   EXPECT_TRUE(refused(t_reads_b1));
+  // Or resumed with another reward source: the simulator's best time against measured ones.
+  try {
+    run(*p, 11,
+        {{"samples", "96"},
+         {"batch", "8"},
+         {"checkpoint", ckpt},
+         {"measure-cmd", "echo 0.5 # {placement}"}});
+    ADD_FAILURE() << "resumed with a measure-cmd";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("or reward source (the simulator or a measure-cmd)"),
+              std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove(ckpt);
   std::filesystem::remove(curve);
 }
@@ -472,6 +485,12 @@ TEST(RlPlacerTest, SharedWeightGroupsStayApart) {
   EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<std::vector<size_t>>{{2}}));
   params["shared-weights"] = "apart";
   EXPECT_EQ(run(p, 1, params).level_groups, (std::vector<std::vector<size_t>>{{3}}));
+  // Without shared weights "apart" is the one grouping there is, reported once (it was listed,
+  // and taken in turn at restarts, as two).
+  const auto towers = two_towers();
+  const RlRun r = run(*towers, 1, params);
+  EXPECT_EQ(r.groupings, std::vector<std::string>{"merged"});
+  EXPECT_EQ(r.result.note.find("apart"), std::string::npos) << r.result.note;
 }
 
 // shared-weights=alternate on shared_weight_graph(): both groupings, one per restart in turn
@@ -567,8 +586,8 @@ TEST(RlPlacerTest, OptionsAreValidated) {
               "placer 'rl': --param batch=2147483648: expected an integer in [1, 1024]");
   }
   // Values the parser took that then aborted the run (lr past a float; an entropy or imitation
-  // weight whose gradients overflowed the policy), a group count the grouping would round up, and
-  // numbers with leading blanks.
+  // weight whose gradients overflowed the policy; an oom-time whose reward overflowed), a group
+  // count the grouping would round up, numbers with leading blanks, and hexadecimal.
   for (const auto& [key, value] :
        std::vector<std::pair<std::string, std::string>>{{"lr", "1e38"},
                                                         {"lr", "2"},
@@ -578,7 +597,9 @@ TEST(RlPlacerTest, OptionsAreValidated) {
                                                         {"groups", "1"},
                                                         {"hidden", "1025"},
                                                         {"groups", " 5"},
-                                                        {"lr", " 0.1"}}) {
+                                                        {"lr", " 0.1"},
+                                                        {"lr", "0x1p-4"},
+                                                        {"oom-time", "1e305"}}) {
     EXPECT_THROW(rl_options_from_params({{key, value}}), ConfigError) << key << "=" << value;
   }
   EXPECT_DOUBLE_EQ(rl_options_from_params({{"lr", "1"}}).learning_rate, 1.0);
@@ -1076,6 +1097,14 @@ TEST(RewardTest, CommandErrorsNameTheLastLinesOfWhatItPrinted) {
   EXPECT_NE(garbage.find("got 'step failed' (last line on stderr: 'CUDA error')"),
             std::string::npos)
       << garbage;
+  // A NUL byte used to end the message there; control characters are shown as \xNN.
+  const std::string nul = error_of("printf '0.001\\000\\n' # {placement}");
+  EXPECT_NE(nul.find("got '0.001\\x00' (last line on stderr: '')"), std::string::npos) << nul;
+  // Above 1e6 s the reward overflowed, which read as "the learning diverged".
+  const std::string huge = error_of("echo 1e306 # {placement}");
+  EXPECT_NE(huge.find("expected a step time in seconds (above 0, at most 1000000) or 'oom'"),
+            std::string::npos)
+      << huge;
 }
 
 // {placement} becomes one shell word whatever the temporary directory's name holds; a command
