@@ -146,9 +146,9 @@ class Policy {
   // Runs the chunks of sample(), update() and greedy() through `run` (empty: on the calling
   // thread). Whatever `run` uses must outlive its use here.
   virtual void use_parallel_for(ParallelFor run) = 0;
-  // sample(), update() and greedy() check the clock at every decoder step and between the blocks
-  // of their large products (at most about a second apart at the largest sizes the rl placer
-  // allows) and throw PolicyDeadlinePassed once `deadline` has passed. Default: no deadline.
+  // sample(), update() and greedy() check the clock at every encoder and decoder step and between
+  // the blocks of their large products (at most about a second apart at the largest sizes the rl
+  // placer allows) and throw PolicyDeadlinePassed once `deadline` has passed. Default: none.
   virtual void set_deadline(std::chrono::steady_clock::time_point deadline) = 0;
   // Fresh weights drawn with `seed` and a fresh Adam state: the policy starts over.
   virtual void reinitialize(uint64_t seed) = 0;

@@ -34,6 +34,9 @@ struct Outcome {
   double step_time_s = 0;  // as measured (for an OOM placement: whatever was reported, or 0)
   bool feasible = true;    // false: out of memory, or timed out
   bool timed_out = false;  // measure-cmd only: killed at its time limit (feasible is then false)
+  // The simulator only: bytes over capacity, summed over the devices out of memory (0 if it fits;
+  // 0 too for a measure-cmd, which says only "oom").
+  int64_t overflow_bytes = 0;
 };
 
 // When a measurement is cut off: after timeout_s seconds (0: no per-measurement limit), and in

@@ -683,6 +683,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // The step time charged to an OOM placement: oom-time when given; else twice an upper bound on
   // any simulated step time, raised to twice the slowest fitting measurement (a measure-cmd's
   // times need not be the simulator's), so that every fitting placement beats every OOM one.
+  // oom-time is raised the same way, but only when a fitting placement takes at least as long
+  // (a charge below a fitting time made an OOM placement the best; the note says so).
   // A best placement that is OOM (charged at least the charge) is charged the new one too: on
   // resuming (oom-time may differ) and whenever the charge rises.
   auto set_oom_charge = [&](double charge_s) {
@@ -693,13 +695,21 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     state.oom_step_time_s = charge_s;
   };
   const bool penalty_rises = !(options.oom_step_time_s > 0);
+  auto raise_for_fitting = [&](double fitting_step_s) {
+    if (penalty_rises ? 2 * fitting_step_s > state.oom_step_time_s
+                      : fitting_step_s >= state.oom_step_time_s) {
+      set_oom_charge(2 * fitting_step_s);
+    }
+  };
+  const bool resumed_best_fits = !state.best_actions.empty() && state.oom_step_time_s > 0 &&
+                                 state.best_step_time_s < state.oom_step_time_s;
   set_oom_charge(!penalty_rises              ? options.oom_step_time_s
                  : state.oom_step_time_s > 0 ? state.oom_step_time_s
                                              : 2 * step_time_upper_bound_s(graph, cluster, costs));
+  if (resumed_best_fits) raise_for_fitting(state.best_step_time_s);
   auto raise_penalty = [&](std::span<const Outcome> evaluated) {
     for (const Outcome& o : evaluated) {
-      if (penalty_rises && o.feasible && 2 * o.step_time_s > state.oom_step_time_s)
-        set_oom_charge(2 * o.step_time_s);
+      if (o.feasible) raise_for_fitting(o.step_time_s);
     }
   };
   auto penalised_time = [&](const Outcome& o) {
@@ -718,21 +728,46 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
   };
 
-  // Penalised step time of one group -> device assignment of a grouping.
+  // One group -> device assignment of a grouping, evaluated.
+  struct Evaluated {
+    Outcome outcome;
+    double penalised_s = 0;
+  };
   auto evaluate_one = [&](const Coarsening& grouping, const std::vector<int32_t>& group_devices) {
     Placement& p = placements.front();
     fill(p, grouping, group_devices.data());
     std::vector<Outcome> one(1);
     source->evaluate(std::span<const Placement>(&p, 1), one);
     raise_penalty(one);
-    return penalised_time(one[0]);
+    return Evaluated{.outcome = one[0], .penalised_s = penalised_time(one[0])};
+  };
+  // OOM placements are all charged alike, so the best of them is the first seen; the one with the
+  // least memory over capacity, then the shortest step (as anneal ranks them), is kept aside and
+  // returned instead when the best is OOM at the end. Kept apart from the best so that the learning
+  // (its self-imitation row) is what it was. Base groups; empty: none seen.
+  std::vector<int32_t> least_overflow_actions;
+  int64_t least_overflow_bytes = 0;
+  double least_overflow_step_s = 0;
+  auto least_overflow_so_far = [&](const Outcome& o) {
+    return !o.feasible && o.overflow_bytes > 0 &&
+           (least_overflow_actions.empty() || o.overflow_bytes < least_overflow_bytes ||
+            (o.overflow_bytes == least_overflow_bytes && o.step_time_s < least_overflow_step_s));
+  };
+  auto consider_oom = [&](const Outcome& o, const std::vector<int32_t>& base_actions) {
+    if (!least_overflow_so_far(o)) return;
+    least_overflow_actions = base_actions;
+    least_overflow_bytes = o.overflow_bytes;
+    least_overflow_step_s = o.step_time_s;
   };
 
   // The warm start's own placement is the first candidate for the best placement.
   if (!warm_start.empty()) {
-    run.warm_start_step_time_s = evaluate_one(groupings.front().levels.front(), warm_start);
-    state.best_step_time_s = run.warm_start_step_time_s;
+    const Evaluated e = evaluate_one(groupings.front().levels.front(), warm_start);
+    run.warm_start_step_time_s = e.penalised_s;
+    run.warm_start_outcome = e.outcome;
+    state.best_step_time_s = e.penalised_s;
     state.best_actions = refine(groupings.front(), 0, warm_start);
+    consider_oom(e.outcome, state.best_actions);
   }
   // The best placement seen, on the current level's groups: the self-imitation row.
   std::vector<int32_t> best_here;
@@ -814,6 +849,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
             state.best_step_time_s = t;
             state.best_actions = batch[j];
           }
+          consider_oom(outcomes[j], batch[j]);
         }
       }
       run.enumerated = space;
@@ -904,6 +940,12 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
         best_here.assign(actions.begin() + static_cast<ptrdiff_t>(k) * G,
                          actions.begin() + static_cast<ptrdiff_t>(k + 1) * G);
         state.best_actions = refine(grouping, level, best_here);
+      }
+      if (least_overflow_so_far(outcomes[k])) {  // refined only when it is kept
+        consider_oom(outcomes[k], refine(grouping, level,
+                                         std::vector<int32_t>(
+                                             actions.begin() + static_cast<ptrdiff_t>(k) * G,
+                                             actions.begin() + static_cast<ptrdiff_t>(k + 1) * G)));
       }
     }
     if (!state.has_baseline) {
@@ -1020,30 +1062,49 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     if (checkpoint_now) save_checkpoint();
   }
 
-  // The greedy decoding of the final policy, returned if better than every sample. It may finish
-  // up to a tenth of the budget (at most a second) after it, which at the default sizes it never
-  // needs (milliseconds), and without limit when it is the only placement there is. A measurement
-  // started after the budget would be killed at once; it is not started, unless it is that only
-  // placement.
-  const bool have_best = !state.best_actions.empty();
-  policy->set_deadline(have_best ? deadline + std::chrono::duration_cast<Clock::duration>(
-                                                  std::chrono::duration<double>(
-                                                      std::min(1.0, 0.1 * request.budget_seconds)))
-                                 : Clock::time_point::max());
-  try {
-    run.greedy_group_devices =
-        refine(grouping_at(state.restarts), static_cast<int>(state.level), policy->greedy());
-  } catch (const PolicyDeadlinePassed&) {
-    run.greedy_abandoned = true;
+  // The greedy decoding of the final policy, returned if better than every sample (not after an
+  // enumeration, which evaluated every placement). It may finish up to a tenth of the budget (at
+  // most a second) after it, which at the default sizes it never needs (milliseconds). A
+  // measurement started after the budget would be killed at once; it is not started, unless there
+  // is no other placement.
+  run.greedy_evaluated = false;
+  if (run.enumerated == 0) {
+    policy->set_deadline(
+        deadline + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(std::min(1.0, 0.1 * request.budget_seconds))));
+    try {
+      run.greedy_group_devices =
+          refine(grouping_at(state.restarts), static_cast<int>(state.level), policy->greedy());
+    } catch (const PolicyDeadlinePassed&) {
+      run.greedy_abandoned = true;
+    }
+    run.greedy_evaluated =
+        !run.greedy_abandoned && (state.best_actions.empty() || options.measure_cmd.empty() ||
+                                  seconds_since(start) < request.budget_seconds);
   }
-  run.greedy_evaluated = !run.greedy_abandoned && (!have_best || options.measure_cmd.empty() ||
-                                                   seconds_since(start) < request.budget_seconds);
   if (run.greedy_evaluated) {
-    run.greedy_step_time_s = evaluate_one(base, run.greedy_group_devices);
-    if (state.best_actions.empty() || run.greedy_step_time_s < state.best_step_time_s) {
-      state.best_step_time_s = run.greedy_step_time_s;
+    const Evaluated e = evaluate_one(base, run.greedy_group_devices);
+    run.greedy_step_time_s = e.penalised_s;
+    if (state.best_actions.empty() || e.penalised_s < state.best_step_time_s) {
+      state.best_step_time_s = e.penalised_s;
       state.best_actions = run.greedy_group_devices;
     }
+    consider_oom(e.outcome, run.greedy_group_devices);
+  }
+  // Nothing sampled and no greedy decoding (the budget ran out inside the first passes): every
+  // group on the first device it may use.
+  if (state.best_actions.empty()) {
+    std::vector<int32_t> first(static_cast<size_t>(G_base), 0);
+    for (int g = 0; g < G_base; ++g) {
+      int d = 0;
+      while (!base_features.allowed[static_cast<size_t>(g) * D + d]) ++d;
+      first[g] = d;
+    }
+    const Evaluated e = evaluate_one(base, first);
+    state.best_step_time_s = e.penalised_s;
+    state.best_actions = first;
+    run.first_allowed_fallback = true;
+    consider_oom(e.outcome, first);
   }
   // The curve first, then the checkpoint (as in the loop).
   if (!options.curve.empty() && curve_written < run.curve.size()) write_new_curve_rows();
@@ -1055,16 +1116,21 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   run.seconds = seconds_since(start);
   run.best_step_time_s = state.best_step_time_s;
   run.best_group_devices = state.best_actions;
+  // An OOM best: the OOM placement with the least memory over capacity (after the checkpoint,
+  // which keeps the best as the learning saw it).
+  if (state.best_step_time_s >= state.oom_step_time_s && !least_overflow_actions.empty()) {
+    run.best_group_devices = least_overflow_actions;
+  }
   run.result.placement.device_of_op.resize(graph.num_ops());
-  fill(run.result.placement, base, state.best_actions.data());
+  fill(run.result.placement, base, run.best_group_devices.data());
   {
     // The simulator's verdict on feasibility (also with measure-cmd, for the report).
     const SimResult r = simulator.run(run.result.placement);
     run.best_feasible = r.feasible;
   }
   // The distinct samples simulated, the greedy decoding and the warm start.
-  run.result.evaluations =
-      run.evaluations + (run.greedy_evaluated ? 1 : 0) + (warm_start.empty() ? 0 : 1);
+  run.result.evaluations = run.evaluations + (run.greedy_evaluated ? 1 : 0) +
+                           (warm_start.empty() ? 0 : 1) + (run.first_allowed_fallback ? 1 : 0);
   const double sps =
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   if (state.updates > updates_at_start) {
@@ -1122,8 +1188,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
           fmt::format("; best measured step time {}", format_seconds(state.best_step_time_s));
     } else if (run.evaluations == 0 && warm_start.empty()) {
       run.result.note +=
-          "; nothing was measured before --budget-seconds ran out: the placement returned is the "
-          "untrained policy's greedy decoding, not known to run";
+          "; nothing was measured before --budget-seconds ran out: the placement returned is not "
+          "known to run";
     } else {
       run.result.note +=
           "; no measured placement fit (every measurement was OOM or killed): the placement "
@@ -1136,12 +1202,26 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   }
   if (run.greedy_abandoned) {
     run.result.note += "; the final greedy decoding was abandoned (the budget was spent)";
-  } else if (!run.greedy_evaluated) {
+  } else if (!run.greedy_evaluated && run.enumerated == 0) {
     run.result.note += "; the final greedy placement was not measured (the budget was spent)";
   }
+  if (run.first_allowed_fallback) {
+    run.result.note +=
+        "; nothing was sampled or decoded within the budget: every group is on the first device it "
+        "may use";
+  }
+  if (!penalty_rises && state.oom_step_time_s > options.oom_step_time_s) {
+    run.result.note +=
+        fmt::format("; oom-time {} was raised to {}: a placement that fits took at least as long",
+                    format_seconds(options.oom_step_time_s), format_seconds(state.oom_step_time_s));
+  }
   if (!warm_start.empty()) {
-    run.result.note += fmt::format("; warm start (expert on the groups) {}",
-                                   format_seconds(run.warm_start_step_time_s));
+    const Outcome& w = run.warm_start_outcome;
+    run.result.note +=
+        fmt::format("; warm start (expert on the groups) {}",
+                    w.feasible    ? format_seconds(w.step_time_s)
+                    : w.timed_out ? std::string("killed at its time limit or the budget's end")
+                                  : std::string("OOM"));
   }
   if (!run.curve.empty()) print_progress(run.curve.back(), true);
   return run;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "dplace/placers/placer.h"
+#include "dplace/placers/rl/reward.h"
 
 namespace dplace::rl {
 
@@ -188,13 +189,20 @@ struct RlRun {
   double decoder_rows_fraction = 1;
   double best_step_time_s = 0;  // penalised
   bool best_feasible = false;
-  std::vector<int32_t> best_group_devices;    // device index per base group (base_groups)
+  // Device index per base group (base_groups). When no placement fits: of the OOM placements
+  // evaluated, the one with the least memory over capacity, then the shortest step.
+  std::vector<int32_t> best_group_devices;
   std::vector<int32_t> greedy_group_devices;  // the final policy's greedy decoding, ditto; or empty
   double greedy_step_time_s = 0;              // penalised
-  // false: not decoded (greedy_abandoned), or measure-cmd and no budget left to measure it.
+  // false: not decoded (greedy_abandoned, or after an enumeration), or measure-cmd and no budget
+  // left to measure it.
   bool greedy_evaluated = true;
   bool greedy_abandoned = false;      // the decoding ran past the budget (see run_rl)
   double warm_start_step_time_s = 0;  // penalised; init=expert only
+  Outcome warm_start_outcome;         // as evaluated; init=expert only
+  // The budget ran out before a placement was sampled or decoded: every base group is on the
+  // first device it may use.
+  bool first_allowed_fallback = false;
   bool resumed = false;
   // Non-empty: the policy's pass that --budget-seconds cut short ("the sampling of a batch", "the
   // update of a batch ...").

@@ -29,7 +29,7 @@ namespace {
 
 // Devices: /cpu:0 at 1 GFLOP/s, /gpu:0 and /gpu:1 at 10 GFLOP/s, no per-op overhead, memory
 // bandwidth high enough never to matter; every pair joined by a 1 GB/s link without latency.
-Cluster toy_cluster(int64_t gpu_memory_bytes) {
+Cluster toy_cluster(int64_t gpu_memory_bytes, int64_t cpu_memory_bytes = int64_t{1} << 40) {
   ClusterSpec spec;
   spec.name = "toy";
   auto device = [](std::string name, DeviceKind kind, double flops, int64_t memory) {
@@ -42,7 +42,7 @@ Cluster toy_cluster(int64_t gpu_memory_bytes) {
     d.op_overhead_s = 0;
     return d;
   };
-  spec.devices = {device("/cpu:0", DeviceKind::kCpu, 1e9, int64_t{1} << 40),
+  spec.devices = {device("/cpu:0", DeviceKind::kCpu, 1e9, cpu_memory_bytes),
                   device("/gpu:0", DeviceKind::kGpu, 1e10, gpu_memory_bytes),
                   device("/gpu:1", DeviceKind::kGpu, 1e10, gpu_memory_bytes)};
   spec.default_link = Link{.bandwidth_bytes_per_s = 1e9, .latency_s = 0};
@@ -550,11 +550,50 @@ TEST(RlPlacerTest, OomPenaltySteersAwayFromOutOfMemoryPlacements) {
   EXPECT_NEAR(sim.step_time_s, 20e-3, 1e-9);
   EXPECT_NEAR(r.greedy_step_time_s, 20e-3, 1e-9);
 
-  // The penalty is what matters: charge OOM placements only 0.1 ms and the policy prefers them.
+  // An oom-time below a fitting step time would rank OOM placements first (0.1 ms against the
+  // CPU's 20 ms: an OOM placement was returned while fitting ones were sampled). It rises to twice
+  // the fitting time that exceeds it, and the note says so.
   const RlRun cheap = run(
       p, 3, {{"samples", "160"}, {"batch", "8"}, {"sole-consumer", "full"}, {"oom-time", "1e-4"}});
-  EXPECT_FALSE(cheap.best_feasible);
-  EXPECT_NEAR(cheap.best_step_time_s, 1e-4, 1e-12);
+  EXPECT_TRUE(cheap.best_feasible);
+  EXPECT_NEAR(cheap.best_step_time_s, 20e-3, 1e-9);
+  EXPECT_NE(cheap.result.note.find("oom-time 100 us was raised to"), std::string::npos)
+      << cheap.result.note;
+  // An oom-time above every fitting time stays as given.
+  const RlRun dear =
+      run(p, 3, {{"samples", "160"}, {"batch", "8"}, {"sole-consumer", "full"}, {"oom-time", "1"}});
+  EXPECT_TRUE(dear.best_feasible);
+  EXPECT_EQ(dear.result.note.find("oom-time"), std::string::npos) << dear.result.note;
+}
+
+// The note names a warm start that is OOM as such (it gave the OOM charge as its step time).
+TEST(RlPlacerTest, AnOutOfMemoryWarmStartIsNamedSo) {
+  Problem p(oom_chain_graph(), toy_cluster(10'000'000'000));
+  Placement fast;  // both groups on /gpu:0: 2 ms, out of memory
+  fast.device_of_op.assign(4, DeviceId(1));
+  std::map<std::string, std::string> params = {
+      {"enumerate", "0"}, {"samples", "16"}, {"batch", "8"}, {"init", "expert"}};
+  PlaceRequest request = p.request(3, params);
+  request.expert = fast;
+  const RlRun r = run_rl(request, rl_options_from_params(params));
+  EXPECT_NE(r.result.note.find("; warm start (expert on the groups) OOM"), std::string::npos)
+      << r.result.note;
+}
+
+// When no placement fits, the one returned is the OOM placement with the least memory over
+// capacity, then the shortest step, as anneal ranks them: all OOM placements are charged alike,
+// so the first seen was returned (every op on the slow CPU, as far over as the GPU).
+TEST(RlPlacerTest, WhenNothingFitsTheLeastOverflowingPlacementIsReturned) {
+  GraphBuilder b("one", "test");
+  b.add_op(make_op("x", {}, 1e7, 4096, "", 1024));
+  const Problem p(std::move(b).build(), toy_cluster(1, 1));
+  for (const char* enumerate : {"256", "0"}) {
+    SCOPED_TRACE(enumerate);
+    const RlRun r = run(p, 1, {{"enumerate", enumerate}, {"samples", "16"}, {"batch", "8"}});
+    EXPECT_FALSE(r.best_feasible);
+    // Every device overflows by the same 5,119 B; x takes 10 ms on /cpu:0, 1 ms on a GPU.
+    EXPECT_NE(r.result.placement.device_of_op[0], DeviceId(0));
+  }
 }
 
 TEST(RlPlacerTest, OptionsAreValidated) {
@@ -639,6 +678,14 @@ TEST(RlPlacerTest, EnumeratesASpaceOfAFewHundredPlacements) {
   EXPECT_EQ(cut.enumerated_evaluated, 0);
   EXPECT_NE(cut.result.note.find("0 evaluated before --budget-seconds ran out"), std::string::npos)
       << cut.result.note;
+  // An enumeration has no greedy decoding to speak of (a measured one cut by the budget said "the
+  // final greedy placement was not measured").
+  PlaceRequest measured = p->request(
+      1, {{"enumerate", "256"}, {"measure-cmd", "sleep 0.05; echo 0.001 # {placement}"}});
+  measured.budget_seconds = 0.3;
+  const RlRun partly = run_rl(measured, rl_options_from_params(measured.params));
+  EXPECT_EQ(partly.enumerated, 243);
+  EXPECT_EQ(partly.result.note.find("greedy"), std::string::npos) << partly.result.note;
 
   EXPECT_EQ(run(*p, 1, {{"enumerate", "242"}, {"samples", "16"}}).enumerated, 0);
   EXPECT_EQ(run(*p, 1, {{"enumerate", "256"}, {"samples", "16"}}).enumerated, 0);
@@ -770,11 +817,12 @@ TEST(RlPlacerTest, APolicyTooLargeForTheMachinesMemoryIsRefused) {
   EXPECT_NO_THROW(run(*towers, 1, {{"samples", "1024"}, {"hidden", "1024"}, {"batch", "1024"}}));
 }
 
-// A budget spent before the first batch leaves the final policy's greedy decoding as the only
-// placement: it is returned (measured too, and killed at once since the budget is spent, so
-// charged as OOM, which the note explains) instead of an empty best placement (a crash with
-// measure-cmd before).
-TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstBatchReturnsTheGreedyPlacement) {
+// A budget spent before anything was sampled or decoded leaves no placement from the policy: every
+// group goes on the first device it may use (evaluated too, and with a measure-cmd killed at once,
+// since the budget is spent, so charged as OOM, which the note explains), instead of an empty best
+// placement (a crash with measure-cmd before) or a greedy decoding without a time limit (31 s at
+// hidden 1,024 over 4,096 groups).
+TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstPassPutsEveryGroupOnItsFirstDevice) {
   const auto p = two_towers();
   for (const char* command : {"", "echo 0.001"}) {
     SCOPED_TRACE(command);
@@ -784,9 +832,14 @@ TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstBatchReturnsTheGreedyPlacement) {
     request.budget_seconds = 1e-9;
     const RlRun r = run_rl(request, rl_options_from_params(params));
     EXPECT_EQ(r.samples, 0);
-    EXPECT_EQ(r.best_group_devices, r.greedy_group_devices);
+    EXPECT_TRUE(r.greedy_abandoned);
+    EXPECT_TRUE(r.first_allowed_fallback);
     ASSERT_EQ(r.result.placement.device_of_op.size(), p->graph.num_ops());
-    for (DeviceId d : r.result.placement.device_of_op) EXPECT_TRUE(d.valid());
+    for (DeviceId d : r.result.placement.device_of_op) EXPECT_EQ(d, DeviceId(0));
+    EXPECT_NE(r.result.note.find("nothing was sampled or decoded within the budget: every group is "
+                                 "on the first device it may use"),
+              std::string::npos)
+        << r.result.note;
     if (*command) {
       EXPECT_NE(r.result.note.find("nothing was measured before --budget-seconds ran out"),
                 std::string::npos)
