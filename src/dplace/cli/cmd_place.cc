@@ -108,18 +108,6 @@ PlaceRequest make_request(const Session& session, const SearchArgs& args) {
   return r;
 }
 
-// Refuses rl's curve or checkpoint file naming the same file as another output (-o, --trace, --dot,
-// or each other): the later write replaced the earlier.
-void check_param_files_apart(const std::map<std::string, std::string>& params,
-                             const OutputArgs& out) {
-  std::vector<NamedPath> files = output_files(out);
-  for (const auto& [key, value] : params) {
-    const std::string name = key.substr(key.find('.') == std::string::npos ? 0 : key.find('.') + 1);
-    if (name == "curve" || name == "checkpoint") files.push_back({"--param " + key + "=", value});
-  }
-  check_outputs_apart(files);
-}
-
 // Placer-scoped keys: "--param PLACER.KEY=V" goes to that placer only, as KEY=V; plain keys go
 // to every placer. Throws ConfigError for a scope that names none of `placers`.
 void check_param_scopes(const std::map<std::string, std::string>& params,
@@ -148,6 +136,26 @@ std::map<std::string, std::string> params_for(const std::map<std::string, std::s
     }
   }
   return out;
+}
+
+// Refuses a curve or checkpoint file (rl's) that names the same file as another output (-o,
+// --trace, --dot, or each other) for any of `placers`: the later write replaced the earlier.
+void check_param_files_apart(const std::map<std::string, std::string>& params,
+                             const std::vector<std::string>& placers, const OutputArgs& out) {
+  std::vector<NamedPath> files = output_files(out);
+  for (const std::string& placer : placers) {
+    for (const char* key : {"curve", "checkpoint"}) {
+      const std::map<std::string, std::string> given = params_for(params, placer);
+      const auto it = given.find(key);
+      if (it == given.end()) continue;
+      const std::string scoped = placer + "." + key;
+      const std::string option = "--param " + (params.count(scoped) ? scoped : key) + "=";
+      const bool listed = std::any_of(files.begin(), files.end(),
+                                      [&](const NamedPath& f) { return f.option == option; });
+      if (!listed) files.push_back({option, it->second});
+    }
+  }
+  check_outputs_apart(files);
 }
 
 Evaluation run_placer(const Session& session, const PlaceRequest& shared, const std::string& name) {
@@ -182,7 +190,7 @@ void run_place(const PlaceArgs& args) {
   Session session(load_workload(args.search.graph), args.search.cluster);
   const PlaceRequest request = make_request(session, args.search);
   check_param_scopes(request.params, {args.placer});
-  check_param_files_apart(request.params, args.out);
+  check_param_files_apart(request.params, {args.placer}, args.out);
   const Evaluation e = run_placer(session, request, args.placer);
   if (args.out.json) {
     fmt::print("{}\n", evaluation_to_json(session, e).dump(2));
@@ -225,7 +233,7 @@ void run_compare(const CompareArgs& args) {
     }
   }
   check_param_scopes(request.params, names);
-  check_param_files_apart(request.params, args.out);
+  check_param_files_apart(request.params, names, args.out);
   for (const std::string& name : names) {
     CompareRow row;
     row.placer = name;

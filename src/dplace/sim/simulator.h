@@ -82,6 +82,13 @@ struct SimResult {
   // Filled only with SimOptions::record_timeline.
   std::vector<OpTiming> ops;              // indexed by OpId
   std::vector<TransferTiming> transfers;  // in start order
+
+  // Sum over the OOM devices of peak - capacity (0 when feasible).
+  int64_t total_overflow_bytes() const {
+    int64_t sum = 0;
+    for (const OomDevice& o : oom_devices) sum += o.overflow_bytes;
+    return sum;
+  }
 };
 
 // Called as the simulation proceeds; both calls happen when the activity starts (its end is

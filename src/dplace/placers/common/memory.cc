@@ -73,12 +73,6 @@ std::vector<int64_t> memory_limits(const Cluster& cluster, double fraction) {
   return out;
 }
 
-int64_t total_overflow_bytes(const SimResult& result) {
-  int64_t sum = 0;
-  for (const OomDevice& o : result.oom_devices) sum += o.overflow_bytes;
-  return sum;
-}
-
 std::string describe_oom(const Cluster& cluster, const SimResult& result) {
   std::string out;
   for (const OomDevice& o : result.oom_devices) {
@@ -114,13 +108,13 @@ MemoryRepairResult repair_memory(const PlaceRequest& request, const GroupGraph& 
 
   if (simulate(device_of_group)) return finish(std::move(device_of_group), true, "");
   std::vector<DeviceId> best = device_of_group;
-  int64_t best_overflow = total_overflow_bytes(sim);
+  int64_t best_overflow = sim.total_overflow_bytes();
   std::string best_oom = describe_oom(cluster, sim);
   auto consider = [&](const std::vector<DeviceId>& assignment) {
     if (simulate(assignment)) return true;
-    if (total_overflow_bytes(sim) < best_overflow) {
+    if (sim.total_overflow_bytes() < best_overflow) {
       best = assignment;
-      best_overflow = total_overflow_bytes(sim);
+      best_overflow = sim.total_overflow_bytes();
       best_oom = describe_oom(cluster, sim);
     }
     return false;
@@ -214,7 +208,7 @@ MemoryRetryResult schedule_with_memory_retries(
       out.reason.clear();
       return out;
     }
-    const int64_t overflow = total_overflow_bytes(sim);
+    const int64_t overflow = sim.total_overflow_bytes();
     if (best_overflow < 0 || overflow < best_overflow) {
       best_overflow = overflow;
       out.estimated_step_s = outcome.estimated_step_s;

@@ -25,9 +25,6 @@ namespace dplace {
 // floor(memory_bytes * fraction) per device. REQUIRES: fraction > 0.
 std::vector<int64_t> memory_limits(const Cluster& cluster, double fraction);
 
-// Sum over OOM devices of peak - capacity.
-int64_t total_overflow_bytes(const SimResult& result);
-
 // A memory amount for messages, two decimals in the largest decimal unit it reaches: "12.15 GB",
 // "6.00 MB", "512 B" (so that small devices do not read "0.01 GB ... by 0.00 GB").
 std::string memory_amount(int64_t bytes);

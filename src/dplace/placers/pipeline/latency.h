@@ -45,7 +45,7 @@ struct LatencyResult {
   bool optimal = false;
   std::vector<int> device_of_node;
   double latency_s = 0;     // evaluated
-  double best_bound_s = 0;  // proven lower bound (ILP); 0 for the greedy
+  double best_bound_s = 0;  // proven lower bound (the ILP's; latency_lower_bound for the greedy)
   double seconds = 0;
   std::string note;
 };

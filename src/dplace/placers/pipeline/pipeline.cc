@@ -171,7 +171,7 @@ void solve_latency(const PipelineProblem& p, const PipelineOptions& opt, Pipelin
   // A split at its lower bound is optimal, whichever method found it (the greedy one too).
   plan.optimal = r.optimal || plan.gap <= 1e-9;
   if (plan.optimal) plan.gap = 0;
-  if (opt.latency_method == LatencyMethod::kIlp && !r.optimal) {
+  if (opt.latency_method == LatencyMethod::kIlp && !plan.optimal) {
     const std::string gap = fmt::format("gap {:.2f}%", 100 * plan.gap);
     plan.note = plan.note.empty()
                     ? fmt::format("CBC stopped at its {} s limit; {}", opt.time_limit_s, gap)

@@ -36,6 +36,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -413,17 +414,24 @@ struct TorchPolicy::Impl {
   }
 
   // The products over every decoder row of a chunk (up to batch x groups rows) are cut into blocks
-  // of this many rows, with a deadline check between blocks: at hidden 1,024 a block is at most
-  // about 70 GFLOP. At the default sizes a chunk has fewer rows, so the arithmetic is unchanged.
-  static constexpr int kRowBlock = 16384;
+  // of rows of about config.block_multiply_adds each, with a deadline check between blocks. At
+  // the default sizes (hidden 64, at most 9 x 256 rows per chunk) every product is one block, so
+  // the arithmetic is that of one product; a product cut into blocks sums its rows block by block,
+  // which rounds differently.
+  int rows_per_block(int64_t multiply_adds_per_row) const {
+    return static_cast<int>(std::clamp<int64_t>(
+        config.block_multiply_adds / std::max<int64_t>(multiply_adds_per_row, 1), 1,
+        std::numeric_limits<int>::max()));
+  }
 
   // C (M x N) = A^T B, summed over R rows of A (R x M, leading dimension lda) and B (R x N, ldb).
   void gemm_sum_over_rows(int M, int N, int R, const float* A, int lda, const float* B, int ldb,
                           float* C, int ldc) const {
     if (R == 0) gemm(true, false, M, N, 0, 1, A, lda, B, ldb, 0, C, ldc);
-    for (int r0 = 0; r0 < R; r0 += kRowBlock) {
+    const int block = rows_per_block(int64_t{M} * N);
+    for (int r0 = 0; r0 < R; r0 += block) {
       if (r0 > 0) check_deadline();
-      const int n = std::min(kRowBlock, R - r0);
+      const int n = std::min(block, R - r0);
       gemm(true, false, M, N, n, 1, A + static_cast<size_t>(r0) * lda, lda,
            B + static_cast<size_t>(r0) * ldb, ldb, r0 == 0 ? 0.0f : 1.0f, C, ldc);
     }
@@ -432,9 +440,10 @@ struct TorchPolicy::Impl {
   // C (R x N) = beta C + A op(B) for A with R rows (leading dimension lda), row block by row block.
   void gemm_per_row(bool tb, int R, int N, int Kd, const float* A, int lda, const float* B, int ldb,
                     float beta, float* C, int ldc) const {
-    for (int r0 = 0; r0 < R; r0 += kRowBlock) {
+    const int block = rows_per_block(int64_t{N} * Kd);
+    for (int r0 = 0; r0 < R; r0 += block) {
       if (r0 > 0) check_deadline();
-      const int n = std::min(kRowBlock, R - r0);
+      const int n = std::min(block, R - r0);
       gemm(false, tb, n, N, Kd, 1, A + static_cast<size_t>(r0) * lda, lda, B, ldb, beta,
            C + static_cast<size_t>(r0) * ldc, ldc);
     }

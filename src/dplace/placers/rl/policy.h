@@ -61,6 +61,10 @@ struct PolicyConfig {
   // share a prefix share its computation. The chunking, not the number of threads, fixes the
   // arithmetic, so results are the same for every thread count. Default: 8.
   int chunk = 8;
+  // The backward pass's products over all of a chunk's decoder rows are cut into blocks of rows of
+  // about this many multiply-adds, with a deadline check between blocks (see set_deadline()). At
+  // the default sizes every product is one block. Default: 2^32 (a tenth of a second or so).
+  int64_t block_multiply_adds = int64_t{1} << 32;
 };
 
 // Bytes the fast engine holds at most for one pass over `sequences` sequences (sampled and forced)
@@ -76,7 +80,9 @@ inline int64_t policy_pass_bytes(const PolicyConfig& config, int sequences) {
 
 // Thrown by sample(), update() and greedy() when the deadline given to set_deadline() passes during
 // the pass. The pass is abandoned where it stands: the weights and the optimizer state are those
-// from before it, and the next update() recomputes its forward pass.
+// from before it. An abandoned sample() leaves no pass to reuse (the next update() recomputes it);
+// an abandoned update() leaves the sampled pass, which the next update() of the same actions
+// reuses.
 class PolicyDeadlinePassed : public std::exception {
  public:
   const char* what() const noexcept override { return "rl: the policy's deadline passed"; }
@@ -147,8 +153,8 @@ class Policy {
   // thread). Whatever `run` uses must outlive its use here.
   virtual void use_parallel_for(ParallelFor run) = 0;
   // sample(), update() and greedy() check the clock at every encoder and decoder step and between
-  // the blocks of their large products (at most about a second apart at the largest sizes the rl
-  // placer allows) and throw PolicyDeadlinePassed once `deadline` has passed. Default: none.
+  // the blocks of the backward pass's large products (PolicyConfig::block_multiply_adds), and throw
+  // PolicyDeadlinePassed once `deadline` has passed. Default: none.
   virtual void set_deadline(std::chrono::steady_clock::time_point deadline) = 0;
   // Fresh weights drawn with `seed` and a fresh Adam state: the policy starts over.
   virtual void reinitialize(uint64_t seed) = 0;

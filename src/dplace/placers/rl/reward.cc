@@ -34,10 +34,9 @@ class SimulatorRewardSource final : public RewardSource {
     pool_.parallel_for(placements.size(), [&](size_t i, size_t worker) {
       SimResult& r = results_[worker];
       simulator_.run(placements[i], workspaces_[worker], r);
-      int64_t overflow = 0;
-      for (const OomDevice& d : r.oom_devices) overflow += d.overflow_bytes;
-      outcomes[i] = {
-          .step_time_s = r.step_time_s, .feasible = r.feasible, .overflow_bytes = overflow};
+      outcomes[i] = {.step_time_s = r.step_time_s,
+                     .feasible = r.feasible,
+                     .overflow_bytes = r.total_overflow_bytes()};
     });
   }
 

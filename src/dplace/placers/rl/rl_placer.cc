@@ -38,11 +38,17 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// This machine's physical memory in bytes; 0 when the system does not say.
+// The memory this process may use, in bytes: the machine's physical memory, or the limit of its
+// control group (cgroup v2's memory.max) when that is lower, as in a container; 0 when the system
+// says neither.
 int64_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_bytes = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page_bytes > 0 ? static_cast<int64_t>(pages) * page_bytes : 0;
+  int64_t bytes = pages > 0 && page_bytes > 0 ? static_cast<int64_t>(pages) * page_bytes : 0;
+  std::ifstream limit_file("/sys/fs/cgroup/memory.max");
+  int64_t limit = 0;
+  if (limit_file >> limit && limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
+  return bytes;
 }
 
 [[noreturn]] void bad_param(const std::string& key, const std::string& value,
@@ -80,22 +86,15 @@ const std::string& non_empty(const std::string& key, const std::string& value,
 // A number above min_value (or equal, when inclusive) and at most max_value.
 double parse_double(const std::string& key, const std::string& value, double min_value,
                     bool inclusive, double max_value = INFINITY) {
-  size_t used = 0;
   double v = 0;
   const std::string expected =
       std::isfinite(max_value)
           ? fmt::format("a number in {}{}, {}]", inclusive ? "[" : "(", min_value, max_value)
           : fmt::format("a number {} {}", inclusive ? ">=" : ">", min_value);
-  try {
-    // Decimal only: std::stod would also take "0x1" and skip leading blanks.
-    if (value.empty() || value.find_first_not_of("0123456789.eE+-") != std::string::npos)
-      throw std::exception();
-    v = std::stod(value, &used);
-  } catch (const std::exception&) {
-    bad_param(key, value, expected);
-  }
-  if (used != value.size() || !std::isfinite(v) || v < min_value ||
-      (!inclusive && v == min_value) || v > max_value) {
+  // Decimal only, as PlacerParams reads numbers: std::stod also took "0x1" and leading blanks.
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
+      !std::isfinite(v) || v < min_value || (!inclusive && v == min_value) || v > max_value) {
     bad_param(key, value, expected);
   }
   return v;
@@ -476,14 +475,14 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     pc.num_groups = g.features.back().num_groups;
     pc.num_devices = D;
     pc.hidden = options.hidden;
-    const int64_t need = policy_pass_bytes(pc, K + 1);
-    const int64_t have = physical_memory_bytes();
-    if (have > 0 && need > have / 2) {
+    const int64_t need_bytes = policy_pass_bytes(pc, K + 1);
+    const int64_t have_bytes = physical_memory_bytes();
+    if (have_bytes > 0 && need_bytes > have_bytes / 2) {
       throw ConfigError(fmt::format(
           "placer 'rl': a batch of {} samples over {} groups at hidden {} needs about {:.1f} GB "
           "for the policy's activations, more than half of this machine's {:.1f} GB of memory; "
           "lower --param batch, hidden or groups",
-          K, pc.num_groups, pc.hidden, need / 1e9, have / 1e9));
+          K, pc.num_groups, pc.hidden, need_bytes / 1e9, have_bytes / 1e9));
     }
   }
 
@@ -601,9 +600,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   fp.add(request.seed);
   fp.add(static_cast<uint64_t>(K));
   // The reward source: a best time measured by one command is not comparable with another's or
-  // the simulator's (a resumed run kept a simulated 1.4 ms best against measured 0.5 s).
-  fp.add(options.measure_cmd.empty() ? std::string("simulator")
-                                     : "measure-cmd " + options.measure_cmd);
+  // the simulator's (a resumed run kept a simulated 1.4 ms best against measured 0.5 s). Only a
+  // command is added, so that checkpoints of simulator runs made before stay valid.
+  if (!options.measure_cmd.empty()) fp.add("measure-cmd " + options.measure_cmd);
 
   TrainerState state;
   state.fingerprint = fp.value();
@@ -742,7 +741,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     return Evaluated{.outcome = one[0], .penalised_s = penalised_time(one[0])};
   };
   // OOM placements are all charged alike, so the best of them is the first seen; the one with the
-  // least memory over capacity, then the shortest step (as anneal ranks them), is kept aside and
+  // least memory over capacity in all, then the shortest step (as the list schedulers' memory
+  // repair ranks placements by their total overflow), is kept aside and
   // returned instead when the best is OOM at the end. Kept apart from the best so that the learning
   // (its self-imitation row) is what it was. Base groups; empty: none seen.
   std::vector<int32_t> least_overflow_actions;
@@ -768,6 +768,14 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     state.best_step_time_s = e.penalised_s;
     state.best_actions = refine(groupings.front(), 0, warm_start);
     consider_oom(e.outcome, state.best_actions);
+  }
+  // A resumed best that is OOM competes with this run's OOM placements: simulated once for its
+  // overflow (not measured: a measure-cmd's "oom" has none to compare).
+  bool resumed_oom_best_simulated = false;
+  if (run.resumed && options.measure_cmd.empty() && !state.best_actions.empty() &&
+      state.best_step_time_s >= state.oom_step_time_s) {
+    consider_oom(evaluate_one(base, state.best_actions).outcome, state.best_actions);
+    resumed_oom_best_simulated = true;
   }
   // The best placement seen, on the current level's groups: the self-imitation row.
   std::vector<int32_t> best_here;
@@ -948,6 +956,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
                                              actions.begin() + static_cast<ptrdiff_t>(k + 1) * G)));
       }
     }
+    const bool had_baseline = state.has_baseline;  // restored if the update is abandoned
     if (!state.has_baseline) {
       state.baseline = mean_reward;
       state.has_baseline = true;
@@ -983,8 +992,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     try {
       stats = policy->update(actions, advantages, entropy_weight);
     } catch (const PolicyDeadlinePassed&) {
-      // The batch was evaluated (its best is kept) but not learned from; its samples are not
-      // counted, so a run resumed from the final checkpoint draws and learns from it again.
+      // The batch was evaluated but not learned from: its best placement and any rise of the OOM
+      // charge stand, its samples are not counted and the baseline is as before it, so a run
+      // resumed from the final checkpoint draws the same batch again (and, knowing its best
+      // already, may restart at another update than an uninterrupted run).
+      state.has_baseline = had_baseline;
       run.policy_seconds += seconds_since(t0);
       run.pass_cut = fmt::format("the update of a batch (its {} samples were evaluated)", K);
       break;
@@ -1128,9 +1140,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     const SimResult r = simulator.run(run.result.placement);
     run.best_feasible = r.feasible;
   }
-  // The distinct samples simulated, the greedy decoding and the warm start.
+  // The distinct samples simulated, the greedy decoding, the warm start, a resumed OOM best and the
+  // first-device fallback.
   run.result.evaluations = run.evaluations + (run.greedy_evaluated ? 1 : 0) +
-                           (warm_start.empty() ? 0 : 1) + (run.first_allowed_fallback ? 1 : 0);
+                           (warm_start.empty() ? 0 : 1) + (resumed_oom_best_simulated ? 1 : 0) +
+                           (run.first_allowed_fallback ? 1 : 0);
   const double sps =
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   if (state.updates > updates_at_start) {

@@ -35,7 +35,7 @@
 namespace dplace::rl {
 
 // Bump when TorchModuleApi or the declarations of policy.h change in a way the sizes below miss.
-inline constexpr int kTorchModuleAbi = 1;
+inline constexpr int kTorchModuleAbi = 2;
 
 struct TorchModuleApi {
   int abi = 0;                     // kTorchModuleAbi of the module's build
