@@ -1103,20 +1103,30 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     }
     consider_oom(e.outcome, run.greedy_group_devices);
   }
-  // Nothing sampled and no greedy decoding (the budget ran out inside the first passes): every
-  // group on the first device it may use.
+  // Nothing sampled and no greedy decoding (the budget ran out inside the first passes): the
+  // expert placement on the groups when there is one, else every group on the first device it
+  // may use.
   if (state.best_actions.empty()) {
-    std::vector<int32_t> first(static_cast<size_t>(G_base), 0);
-    for (int g = 0; g < G_base; ++g) {
-      int d = 0;
-      while (!base_features.allowed[static_cast<size_t>(g) * D + d]) ++d;
-      first[g] = d;
+    std::vector<int32_t> fallback(static_cast<size_t>(G_base), 0);
+    if (request.expert) {
+      const Grouping& g = groupings.front();
+      const int finest = static_cast<int>(g.levels.size()) - 1;
+      fallback = refine(g, finest, project(g, finest, [&](OpId op) {
+                          return static_cast<int32_t>((*request.expert)[op].value());
+                        }));
+      run.fallback = "the expert placement on the groups";
+    } else {
+      for (int g = 0; g < G_base; ++g) {
+        int d = 0;
+        while (!base_features.allowed[static_cast<size_t>(g) * D + d]) ++d;
+        fallback[g] = d;
+      }
+      run.fallback = "every group on the first device it may use";
     }
-    const Evaluated e = evaluate_one(base, first);
+    const Evaluated e = evaluate_one(base, fallback);
     state.best_step_time_s = e.penalised_s;
-    state.best_actions = first;
-    run.first_allowed_fallback = true;
-    consider_oom(e.outcome, first);
+    state.best_actions = fallback;
+    consider_oom(e.outcome, fallback);
   }
   // The curve first, then the checkpoint (as in the loop).
   if (!options.curve.empty() && curve_written < run.curve.size()) write_new_curve_rows();
@@ -1144,7 +1154,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // first-device fallback.
   run.result.evaluations = run.evaluations + (run.greedy_evaluated ? 1 : 0) +
                            (warm_start.empty() ? 0 : 1) + (resumed_oom_best_simulated ? 1 : 0) +
-                           (run.first_allowed_fallback ? 1 : 0);
+                           (run.fallback.empty() ? 0 : 1);
   const double sps =
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   if (state.updates > updates_at_start) {
@@ -1219,10 +1229,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   } else if (!run.greedy_evaluated && run.enumerated == 0) {
     run.result.note += "; the final greedy placement was not measured (the budget was spent)";
   }
-  if (run.first_allowed_fallback) {
-    run.result.note +=
-        "; nothing was sampled or decoded within the budget: every group is on the first device it "
-        "may use";
+  if (!run.fallback.empty()) {
+    run.result.note += fmt::format(
+        "; nothing was sampled or decoded within the budget: returned {}", run.fallback);
   }
   if (!penalty_rises && state.oom_step_time_s > options.oom_step_time_s) {
     run.result.note +=

@@ -200,9 +200,10 @@ struct RlRun {
   bool greedy_abandoned = false;      // the decoding ran past the budget (see run_rl)
   double warm_start_step_time_s = 0;  // penalised; init=expert only
   Outcome warm_start_outcome;         // as evaluated; init=expert only
-  // The budget ran out before a placement was sampled or decoded: every base group is on the
-  // first device it may use.
-  bool first_allowed_fallback = false;
+  // Non-empty when the budget ran out before a placement was sampled or decoded: what was
+  // returned instead ("the expert placement on the groups", or "every group on the first device
+  // it may use" when there is no expert).
+  std::string fallback;
   bool resumed = false;
   // Non-empty: the policy's pass that --budget-seconds cut short ("the sampling of a batch", "the
   // update of a batch ...").

@@ -821,12 +821,13 @@ TEST(RlPlacerTest, APolicyTooLargeForTheMachinesMemoryIsRefused) {
   EXPECT_NO_THROW(run_rl(towers->request(1, params), rl_options_from_params(params)));
 }
 
-// A budget spent before anything was sampled or decoded leaves no placement from the policy: every
-// group goes on the first device it may use (evaluated too, and with a measure-cmd killed at once,
+// A budget spent before anything was sampled or decoded leaves no placement from the policy: the
+// expert placement is returned, or without one every group on the first device it may use
+// (evaluated too, and with a measure-cmd killed at once,
 // since the budget is spent, so charged as OOM, which the note explains), instead of an empty best
 // placement (a crash with measure-cmd before) or a greedy decoding without a time limit (38 s past
 // a 2-s budget at hidden 1,024 over 4,096 groups).
-TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstPassPutsEveryGroupOnItsFirstDevice) {
+TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstPassReturnsTheExpertOrTheFirstDevices) {
   const auto p = two_towers();
   for (const char* command : {"", "echo 0.001"}) {
     SCOPED_TRACE(command);
@@ -837,11 +838,11 @@ TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstPassPutsEveryGroupOnItsFirstDevice)
     const RlRun r = run_rl(request, rl_options_from_params(params));
     EXPECT_EQ(r.samples, 0);
     EXPECT_TRUE(r.greedy_abandoned);
-    EXPECT_TRUE(r.first_allowed_fallback);
+    EXPECT_EQ(r.fallback, "every group on the first device it may use");
     ASSERT_EQ(r.result.placement.device_of_op.size(), p->graph.num_ops());
     for (DeviceId d : r.result.placement.device_of_op) EXPECT_EQ(d, DeviceId(0));
-    EXPECT_NE(r.result.note.find("nothing was sampled or decoded within the budget: every group is "
-                                 "on the first device it may use"),
+    EXPECT_NE(r.result.note.find("nothing was sampled or decoded within the budget: returned every "
+                                 "group on the first device it may use"),
               std::string::npos)
         << r.result.note;
     if (*command) {
@@ -850,6 +851,14 @@ TEST(RlPlacerTest, ABudgetSpentBeforeTheFirstPassPutsEveryGroupOnItsFirstDevice)
           << r.result.note;
     }
   }
+  // With an expert placement, that is what is returned (every op on /gpu:1 here).
+  std::map<std::string, std::string> params = {{"enumerate", "0"}};
+  PlaceRequest request = p->request(1, params);
+  request.budget_seconds = 1e-9;
+  request.expert = single_device_placement(p->graph, DeviceId(2));
+  const RlRun r = run_rl(request, rl_options_from_params(params));
+  EXPECT_EQ(r.fallback, "the expert placement on the groups");
+  for (DeviceId d : r.result.placement.device_of_op) EXPECT_EQ(d, DeviceId(2));
 }
 
 // The measured reward source: a script that reads the placement file and prints a step time.
