@@ -144,15 +144,20 @@ TEST(LatencyTest, IntegerProgramMatchesBruteForceWithClassesAroundNodes) {
       {.seed = 7, .colour_back = 2, .colour_percent = 35, .chain = true});
 }
 
-// With room for the whole chain on one accelerator the greedy split is the chain's critical path,
-// the lower bound itself: reported optimal (it was "gap 0.00%").
-TEST(LatencyTest, AGreedySplitAtTheLowerBoundIsOptimal) {
-  const PipelineProblem p = chain4(100);
+// solve_pipeline with the latency objective and the greedy method.
+PipelinePlan greedy_latency_plan(const PipelineProblem& p) {
   PipelineRequest request;
   request.problem = &p;
   request.options.objective = PipelineObjective::kLatency;
   request.options.latency_method = LatencyMethod::kGreedy;
-  const PipelinePlan plan = solve_pipeline(request);
+  return solve_pipeline(request);
+}
+
+// With room for the whole chain on one accelerator the greedy split is the chain's critical path,
+// the lower bound itself: reported optimal (it was "gap 0.00%").
+TEST(LatencyTest, AGreedySplitAtTheLowerBoundIsOptimal) {
+  const PipelineProblem p = chain4(100);
+  const PipelinePlan plan = greedy_latency_plan(p);
   ASSERT_TRUE(plan.feasible);
   EXPECT_DOUBLE_EQ(plan.latency_s, 4.0);
   EXPECT_DOUBLE_EQ(plan.lower_bound_s, 4.0);
@@ -162,11 +167,7 @@ TEST(LatencyTest, AGreedySplitAtTheLowerBoundIsOptimal) {
 
 TEST(LatencyTest, PipelineSolverReportsLatencyAndSubgraphTimes) {
   const PipelineProblem p = chain4(10);
-  PipelineRequest request;
-  request.problem = &p;
-  request.options.objective = PipelineObjective::kLatency;
-  request.options.latency_method = LatencyMethod::kGreedy;
-  const PipelinePlan plan = solve_pipeline(request);
+  const PipelinePlan plan = greedy_latency_plan(p);
   ASSERT_TRUE(plan.feasible);
   EXPECT_EQ(plan.method, "latency-greedy");
   EXPECT_DOUBLE_EQ(plan.latency_s, 13.5);

@@ -995,17 +995,30 @@ TEST(PolicyTest, SamplesSharingAPrefixShareDecoderRows) {
   EXPECT_NEAR(a.entropy, b.entropy, 1e-6 * b.entropy);
 }
 
+// Two policies with the same weights (small_policy_config's sizes, every device allowed) and the
+// uniforms of a batch of 4, all drawn from `seed`.
+struct TwinPolicies {
+  std::unique_ptr<Policy> a, b;
+  std::vector<double> uniforms;  // 4 x 6
+};
+TwinPolicies twin_policies(const PolicyConfig& c, uint64_t seed) {
+  Rng rng(seed);
+  const std::vector<float> features = random_features(rng);
+  const std::vector<uint8_t> allowed(18, 1);
+  TwinPolicies t{make_policy(c, features, allowed), make_policy(c, features, allowed), {}};
+  t.uniforms.resize(4 * 6);
+  for (double& u : t.uniforms) u = rng.uniform01();
+  return t;
+}
+
 TEST(PolicyTest, ForcedRowsRideAlongWithTheSamples) {
   // Two identical policies (chunks of one sample, so both passes below sum in the same order).
   PolicyConfig c = small_policy_config(1);
   c.learning_rate = 0.01;
-  Rng rng(5);
-  const std::vector<float> features = random_features(rng);
-  const std::vector<uint8_t> allowed(18, 1);
-  const std::unique_ptr<Policy> a = make_policy(c, features, allowed);
-  const std::unique_ptr<Policy> b = make_policy(c, features, allowed);
-  std::vector<double> uniforms(4 * 6);
-  for (double& u : uniforms) u = rng.uniform01();
+  const TwinPolicies twins = twin_policies(c, 5);
+  Policy* a = twins.a.get();
+  Policy* b = twins.b.get();
+  const std::vector<double>& uniforms = twins.uniforms;
   const std::vector<int32_t> best = {2, 0, 1, 1, 2, 0};
   std::vector<int32_t> with_best;
   std::vector<int32_t> plain;
@@ -1036,14 +1049,10 @@ TEST(PolicyTest, ForcedRowsRideAlongWithTheSamples) {
 // update() and a greedy() cut at once, a policy samples, learns and decodes as its twin that never
 // ran them.
 TEST(PolicyTest, APassedDeadlineAbandonsThePassAndKeepsTheWeights) {
-  const PolicyConfig c = small_policy_config(2);
-  Rng rng(11);
-  const std::vector<float> features = random_features(rng);
-  const std::vector<uint8_t> allowed(18, 1);
-  const std::unique_ptr<Policy> a = make_policy(c, features, allowed);
-  const std::unique_ptr<Policy> b = make_policy(c, features, allowed);
-  std::vector<double> uniforms(4 * 6);
-  for (double& u : uniforms) u = rng.uniform01();
+  const TwinPolicies twins = twin_policies(small_policy_config(2), 11);
+  Policy* a = twins.a.get();
+  Policy* b = twins.b.get();
+  const std::vector<double>& uniforms = twins.uniforms;
   const std::vector<double> advantages = {0.5, -1.0, 0.2, -0.1};
   std::vector<int32_t> actions_a;
   std::vector<int32_t> actions_b;
