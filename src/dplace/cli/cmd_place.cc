@@ -83,7 +83,9 @@ PlaceRequest make_request(const Session& session, const SearchArgs& args) {
   r.budget_seconds = args.budget_seconds;
   r.progress = args.progress || isatty(STDERR_FILENO);
   if (!args.expert_path.empty()) {
-    r.expert = read_placement_file(args.expert_path, session.graph(), session.cluster());
+    std::vector<std::string> warnings;
+    r.expert = read_placement_file(args.expert_path, session.graph(), session.cluster(), &warnings);
+    for (std::string& w : warnings) defer_input_warning(std::move(w));
     // As `simulate` checks it: an op on a device it may not use, or a colocation group split.
     // (A link the cluster lacks is left to the placers, which say what they do about it.)
     const std::string problem =

@@ -29,7 +29,10 @@ void run_simulate(const SimulateArgs& args) {
     placement = *expert;
     placer = "expert";
   } else {
-    placement = read_placement_file(args.placement_path, session.graph(), session.cluster());
+    std::vector<std::string> warnings;
+    placement =
+        read_placement_file(args.placement_path, session.graph(), session.cluster(), &warnings);
+    for (std::string& w : warnings) defer_input_warning(std::move(w));
   }
   const std::string problem =
       placement_problem(session.graph(), session.cluster(), session.costs(), placement);

@@ -33,7 +33,9 @@ constexpr const char* kPalette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072",
 constexpr size_t kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
 constexpr const char* kUnplacedColour = "#ffffff";
 constexpr const char* kCrossDeviceEdgeColour = "#d62728";
+// Pictures past either size have dot's layout passes capped (see write_dot).
 constexpr size_t kBigPictureNodes = 150;
+constexpr size_t kBigPictureEdges = 600;
 
 const char* colour_of(DeviceId d) {
   return d.valid() ? kPalette[d.value() % kPaletteSize] : kUnplacedColour;
@@ -43,8 +45,10 @@ const char* colour_of(DeviceId d) {
 // than 16,384 bytes (a valid graph may name an op with more), and a longer label is unreadable.
 constexpr size_t kMaxNameBytes = 200;
 
-// A DOT double-quoted string body: quotes and backslashes escaped, newlines as spaces; a text of
-// more than kMaxNameBytes is cut there (at a UTF-8 character boundary) and ends in "...".
+// A DOT double-quoted string body: quotes and backslashes escaped, newlines as spaces, other ASCII
+// control characters as the text \xNN (Graphviz copied them into SVG, where XML does not allow
+// them); a text of more than kMaxNameBytes is cut there (at a UTF-8 character boundary) and ends
+// in "...".
 std::string escape(std::string_view text) {
   if (text.size() > kMaxNameBytes) {
     size_t cut = kMaxNameBytes;
@@ -54,8 +58,15 @@ std::string escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c == '\n' || c == '\r') ? ' ' : c;
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\\\x{:02x}", byte);
+    } else {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
   }
   return out;
 }
@@ -358,7 +369,8 @@ std::string graph_to_dot(const Graph& graph, const Cluster* cluster, const Place
   out += fmt::format("digraph \"{}\" {{\n", escape(graph.name()));
   // Big pictures cap dot's network-simplex and crossing-minimisation passes: a 349-node picture
   // took 59 s of CPU without the caps and 4 s with them.
-  const bool big = p.label.size() > kBigPictureNodes;
+  // gnmt8's 136 name scopes have 856 edges: 13.6 s of CPU without the caps.
+  const bool big = p.label.size() > kBigPictureNodes || edges.size() > kBigPictureEdges;
   out += fmt::format(
       "  graph [rankdir=TB, newrank=true, fontname=\"Helvetica\", fontsize=14, labelloc=t, "
       "label=\"{}\"{}];\n",

@@ -28,16 +28,26 @@ std::string device_list(const Cluster& cluster) {
 }  // namespace
 
 Placement read_placement_json(const Json& doc, const std::string& source, const Graph& graph,
-                              const Cluster& cluster) {
+                              const Cluster& cluster, std::vector<std::string>* warnings) {
   const JsonContext ctx{source, ""};
   require_object(doc, ctx);
   const std::string format = get_string(doc, "format", ctx);
   if (format != kPlacementFormat) {
     ctx.fail("format", fmt::format("expected \"{}\", got \"{}\"", kPlacementFormat, format));
   }
-  // Informational; only their type is checked.
-  get_string_or(doc, "graph", ctx, "");
-  get_string_or(doc, "cluster", ctx, "");
+  // Informational; only their type is checked, and a name that differs is a warning.
+  const std::string made_for_graph = get_string_or(doc, "graph", ctx, "");
+  const std::string made_for_cluster = get_string_or(doc, "cluster", ctx, "");
+  if (warnings != nullptr) {
+    if (!made_for_graph.empty() && made_for_graph != graph.name()) {
+      warnings->push_back(fmt::format("{}: made for graph '{}', read with graph '{}'", source,
+                                      made_for_graph, graph.name()));
+    }
+    if (!made_for_cluster.empty() && made_for_cluster != cluster.name()) {
+      warnings->push_back(fmt::format("{}: made for cluster '{}', read with cluster '{}'", source,
+                                      made_for_cluster, cluster.name()));
+    }
+  }
   if (!has_field(doc, "assignment")) ctx.fail("assignment", "missing");
   const Json& assignment = doc.at("assignment");
   if (!assignment.is_object()) {
@@ -77,8 +87,9 @@ Placement read_placement_json(const Json& doc, const std::string& source, const 
   return placement;
 }
 
-Placement read_placement_file(const std::string& path, const Graph& graph, const Cluster& cluster) {
-  return read_placement_json(read_json_file(path), path, graph, cluster);
+Placement read_placement_file(const std::string& path, const Graph& graph, const Cluster& cluster,
+                              std::vector<std::string>* warnings) {
+  return read_placement_json(read_json_file(path), path, graph, cluster, warnings);
 }
 
 Json placement_to_json(const Graph& graph, const Cluster& cluster, const Placement& placement) {

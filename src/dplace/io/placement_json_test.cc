@@ -60,6 +60,19 @@ TEST_F(PlacementJsonTest, GraphAndClusterNamesAreInformational) {
       "cluster": "elsewhere", "assignment": { "x": "/cpu:0", "mm": "/cpu:0", "y": "/cpu:0" } })");
   EXPECT_EQ(read_placement_json(doc, "p.json", graph_, cluster_).device_of_op,
             (std::vector<DeviceId>{cpu_, cpu_, cpu_}));
+  // Names that differ are warnings (a placement for another cluster whose device names exist
+  // read without a word), and names that match are not.
+  std::vector<std::string> warnings;
+  read_placement_json(doc, "p.json", graph_, cluster_, &warnings);
+  EXPECT_EQ(warnings, (std::vector<std::string>{
+                          "p.json: made for graph 'other', read with graph '" + graph_.name() + "'",
+                          "p.json: made for cluster 'elsewhere', read with cluster '" +
+                              cluster_.name() + "'"}));
+  warnings.clear();
+  read_placement_json(
+      placement_to_json(graph_, cluster_, read_placement_json(doc, "p.json", graph_, cluster_)),
+      "q.json", graph_, cluster_, &warnings);
+  EXPECT_TRUE(warnings.empty());
 }
 
 struct MalformedCase {
