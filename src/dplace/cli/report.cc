@@ -105,8 +105,12 @@ void print_evaluation(const Session& session, const Evaluation& e, std::FILE* ou
   }
   fmt::print(out, "transfers    {} ({})\n", e.sim.num_transfers,
              format_bytes(double(e.sim.transferred_bytes)));
-  fmt::print(out, "placed in    {} ({} simulations)\n", format_seconds(e.placement_seconds),
-             e.evaluations);
+  // `simulate` reads its placement, so nothing was placed there (it printed "0 us (0
+  // simulations)").
+  if (e.evaluations > 0) {
+    fmt::print(out, "placed in    {} ({} simulations)\n", format_seconds(e.placement_seconds),
+               e.evaluations);
+  }
   if (!e.infeasible_reason.empty()) fmt::print(out, "note         {}\n", e.infeasible_reason);
   if (!e.note.empty()) fmt::print(out, "note         {}\n", e.note);
 }
