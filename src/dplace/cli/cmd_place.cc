@@ -83,9 +83,8 @@ PlaceRequest make_request(const Session& session, const SearchArgs& args) {
   r.budget_seconds = args.budget_seconds;
   r.progress = args.progress || isatty(STDERR_FILENO);
   if (!args.expert_path.empty()) {
-    std::vector<std::string> warnings;
-    r.expert = read_placement_file(args.expert_path, session.graph(), session.cluster(), &warnings);
-    for (std::string& w : warnings) defer_input_warning(std::move(w));
+    r.expert =
+        read_placement_deferring_warnings(args.expert_path, session.graph(), session.cluster());
     // As `simulate` checks it: an op on a device it may not use, or a colocation group split.
     // (A link the cluster lacks is left to the placers, which say what they do about it.)
     const std::string problem =
@@ -146,8 +145,8 @@ void check_param_files_apart(const std::map<std::string, std::string>& params,
                              const std::vector<std::string>& placers, const OutputArgs& out) {
   std::vector<NamedPath> files = output_files(out);
   for (const std::string& placer : placers) {
+    const std::map<std::string, std::string> given = params_for(params, placer);
     for (const char* key : {"curve", "checkpoint"}) {
-      const std::map<std::string, std::string> given = params_for(params, placer);
       const auto it = given.find(key);
       if (it == given.end()) continue;
       const std::string scoped = placer + "." + key;

@@ -29,10 +29,8 @@ void run_simulate(const SimulateArgs& args) {
     placement = *expert;
     placer = "expert";
   } else {
-    std::vector<std::string> warnings;
     placement =
-        read_placement_file(args.placement_path, session.graph(), session.cluster(), &warnings);
-    for (std::string& w : warnings) defer_input_warning(std::move(w));
+        read_placement_deferring_warnings(args.placement_path, session.graph(), session.cluster());
   }
   const std::string problem =
       placement_problem(session.graph(), session.cluster(), session.costs(), placement);

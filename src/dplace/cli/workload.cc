@@ -9,6 +9,7 @@
 
 #include "dplace/cluster/presets.h"
 #include "dplace/core/error.h"
+#include "dplace/io/placement_json.h"
 
 namespace dplace::cli {
 
@@ -104,6 +105,14 @@ std::vector<std::string>& waiting_input_warnings() {
 }  // namespace
 
 void defer_input_warning(std::string line) { waiting_input_warnings().push_back(std::move(line)); }
+
+Placement read_placement_deferring_warnings(const std::string& path, const Graph& graph,
+                                            const Cluster& cluster) {
+  std::vector<std::string> warnings;
+  Placement placement = read_placement_file(path, graph, cluster, &warnings);
+  for (std::string& w : warnings) defer_input_warning(std::move(w));
+  return placement;
+}
 
 void print_input_warnings() {
   for (const std::string& line : waiting_input_warnings()) {

@@ -65,8 +65,14 @@ Workload load_workload(const GraphArgs& args);
 // waiting when the command returns and drops them when it fails with a dplace::Error. Each is
 // printed as "dplace: warning: LINE". Not thread-safe: the command line is single-threaded here.
 void defer_input_warning(std::string line);
+
 void print_input_warnings();
 void drop_input_warnings();
+
+// read_placement_file (io/placement_json.h), its warnings (a file made for another graph or
+// cluster) deferred with defer_input_warning.
+Placement read_placement_deferring_warnings(const std::string& path, const Graph& graph,
+                                            const Cluster& cluster);
 
 // Everything a command needs to evaluate placements of one graph on one cluster. Owns the graph
 // and cluster; the cost table and simulator refer to them, so a Session is never moved.

@@ -9,6 +9,7 @@
 // Thread safety: all functions are thread-safe.
 #pragma once
 
+#include <chrono>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,13 @@ class ConfigError : public Error {
 // The longest wall-clock limit an option accepts, in seconds (about 11.6 days). Longer values,
 // infinity among them, would overflow the steady clock when turned into a deadline.
 inline constexpr double kMaxLimitSeconds = 1e6;
+
+// `seconds` as a steady-clock duration, to add to a time point (a deadline). REQUIRES: finite and
+// within the clock's range (kMaxLimitSeconds is).
+inline std::chrono::steady_clock::duration steady_seconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
 
 // Throws ConfigError "<option> <value>: expected a number of seconds in (0, 1000000]" unless
 // 0 < seconds <= kMaxLimitSeconds (NaN fails). `option` names it as the user wrote it.

@@ -46,9 +46,7 @@ inline constexpr double kOverrunMinGraceSeconds = 2;
 inline std::chrono::steady_clock::time_point overrun_deadline(double time_limit_s) {
   const double seconds =
       time_limit_s + std::max(kOverrunMinGraceSeconds, kOverrunGraceFactor * time_limit_s);
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-             std::chrono::duration<double>(seconds));
+  return std::chrono::steady_clock::now() + steady_seconds(seconds);
 }
 
 // A result's fields as bytes, for a child of the same binary to send to its parent: values of

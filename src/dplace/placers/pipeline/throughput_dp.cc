@@ -647,9 +647,7 @@ double chain_throughput_dp(const PipelineProblem& p, const UnitDag& dag,
 ThroughputDpResult solve_contiguous_throughput(const PipelineProblem& p, const UnitDag& dag,
                                                const ThroughputDpOptions& options) {
   const auto start = Clock::now();
-  const auto deadline =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(std::max(0.0, options.time_limit_s)));
+  const auto deadline = start + steady_seconds(std::max(0.0, options.time_limit_s));
   ThroughputDpResult result;
   const StateSpace space(p);
   const WorkBounds work = work_bounds(p, dag);

@@ -234,9 +234,7 @@ class CommandRewardSource final : public RewardSource {
     }
     auto deadline = limits_.deadline;
     if (limits_.timeout_s > 0) {
-      const auto limit = std::chrono::steady_clock::now() +
-                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                             std::chrono::duration<double>(limits_.timeout_s));
+      const auto limit = std::chrono::steady_clock::now() + steady_seconds(limits_.timeout_s);
       deadline = std::min(deadline, limit);
     }
     CommandRun ran;

@@ -374,8 +374,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   load_torch_module();
   if (!options.checkpoint.empty()) check_checkpoint_path(options.checkpoint);
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(request.budget_seconds));
+  const auto deadline = start + steady_seconds(request.budget_seconds);
   const Graph& graph = *request.graph;
   const Cluster& cluster = *request.cluster;
   const CostTable& costs = *request.costs;
@@ -732,7 +731,11 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     Outcome outcome;
     double penalised_s = 0;
   };
+  // Placements evaluated one at a time (outside the batches): the warm start, a resumed OOM best,
+  // the greedy decoding, the fallback.
+  int64_t single_evaluations = 0;
   auto evaluate_one = [&](const Coarsening& grouping, const std::vector<int32_t>& group_devices) {
+    ++single_evaluations;
     Placement& p = placements.front();
     fill(p, grouping, group_devices.data());
     std::vector<Outcome> one(1);
@@ -746,18 +749,17 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // returned instead when the best is OOM at the end. Kept apart from the best so that the learning
   // (its self-imitation row) is what it was. Base groups; empty: none seen.
   std::vector<int32_t> least_overflow_actions;
-  int64_t least_overflow_bytes = 0;
-  double least_overflow_step_s = 0;
+  Outcome least_overflow;  // its outcome
   auto least_overflow_so_far = [&](const Outcome& o) {
+    const Outcome& l = least_overflow;
     return !o.feasible && o.overflow_bytes > 0 &&
-           (least_overflow_actions.empty() || o.overflow_bytes < least_overflow_bytes ||
-            (o.overflow_bytes == least_overflow_bytes && o.step_time_s < least_overflow_step_s));
+           (least_overflow_actions.empty() || o.overflow_bytes < l.overflow_bytes ||
+            (o.overflow_bytes == l.overflow_bytes && o.step_time_s < l.step_time_s));
   };
   auto consider_oom = [&](const Outcome& o, const std::vector<int32_t>& base_actions) {
     if (!least_overflow_so_far(o)) return;
     least_overflow_actions = base_actions;
-    least_overflow_bytes = o.overflow_bytes;
-    least_overflow_step_s = o.step_time_s;
+    least_overflow = o;
   };
 
   // The warm start's own placement is the first candidate for the best placement.
@@ -771,11 +773,9 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   }
   // A resumed best that is OOM competes with this run's OOM placements: simulated once for its
   // overflow (not measured: a measure-cmd's "oom" has none to compare).
-  bool resumed_oom_best_simulated = false;
   if (run.resumed && options.measure_cmd.empty() && !state.best_actions.empty() &&
       state.best_step_time_s >= state.oom_step_time_s) {
     consider_oom(evaluate_one(base, state.best_actions).outcome, state.best_actions);
-    resumed_oom_best_simulated = true;
   }
   // The best placement seen, on the current level's groups: the self-imitation row.
   std::vector<int32_t> best_here;
@@ -1081,9 +1081,7 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   // is no other placement.
   run.greedy_evaluated = false;
   if (run.enumerated == 0) {
-    policy->set_deadline(
-        deadline + std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(std::min(1.0, 0.1 * request.budget_seconds))));
+    policy->set_deadline(deadline + steady_seconds(std::min(1.0, 0.1 * request.budget_seconds)));
     try {
       run.greedy_group_devices =
           refine(grouping_at(state.restarts), static_cast<int>(state.level), policy->greedy());
@@ -1150,11 +1148,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     const SimResult r = simulator.run(run.result.placement);
     run.best_feasible = r.feasible;
   }
-  // The distinct samples simulated, the greedy decoding, the warm start, a resumed OOM best and the
-  // first-device fallback.
-  run.result.evaluations = run.evaluations + (run.greedy_evaluated ? 1 : 0) +
-                           (warm_start.empty() ? 0 : 1) + (resumed_oom_best_simulated ? 1 : 0) +
-                           (run.fallback.empty() ? 0 : 1);
+  // The distinct samples simulated and the placements evaluated one at a time.
+  run.result.evaluations = run.evaluations + single_evaluations;
   const double sps =
       static_cast<double>(state.samples - samples_at_start) / std::max(run.seconds, 1e-9);
   if (state.updates > updates_at_start) {

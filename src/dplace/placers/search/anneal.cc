@@ -498,9 +498,7 @@ class AnnealPlacer final : public Placer {
     // still running at the end of its share (m-etf on a thousand devices: placers that honour
     // PlaceRequest::deadline) is dropped; after the half, once there are as many starts as the
     // searches use, the remaining candidates are not run.
-    const auto starts_deadline =
-        clock_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(request.budget_seconds / 2));
+    const auto starts_deadline = clock_start + steady_seconds(request.budget_seconds / 2);
     std::vector<Candidate> starts;
     std::vector<std::string> cut_starts;
     std::vector<std::string> overran_starts;
@@ -528,9 +526,7 @@ class AnnealPlacer final : public Placer {
           sub.deadline = now + left / share;
         } else {
           // The first start may take the whole budget (a search needs one), not more.
-          sub.deadline =
-              clock_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(request.budget_seconds));
+          sub.deadline = clock_start + steady_seconds(request.budget_seconds);
         }
         PlaceResult r = make_placer(name)->place(sub);
         result.evaluations += r.evaluations;
