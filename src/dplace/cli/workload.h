@@ -65,7 +65,6 @@ Workload load_workload(const GraphArgs& args);
 // waiting when the command returns and drops them when it fails with a dplace::Error. Each is
 // printed as "dplace: warning: LINE". Not thread-safe: the command line is single-threaded here.
 void defer_input_warning(std::string line);
-
 void print_input_warnings();
 void drop_input_warnings();
 
