@@ -19,6 +19,7 @@
 #include "dplace/cli/report.h"
 #include "dplace/cli/workload.h"
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 #include "dplace/placers/pipeline/pipeline.h"
 
 namespace dplace::cli {
@@ -89,10 +90,10 @@ void run_pipeline(const PipelineArgs& args) {
   }
   // Warnings come after the last error this command can raise, so a failure stays one line.
   print_input_warnings();
-  for (const std::string& w : problem.warnings) fmt::print(stderr, "dplace: warning: {}\n", w);
+  for (const std::string& w : problem.warnings) print_to_stderr("dplace: warning: {}\n", w);
   if (!not_simulated.empty()) {
-    fmt::print(stderr, "dplace: warning: cluster '{}': the split is not simulated: {}\n",
-               session.cluster().name(), not_simulated);
+    print_to_stderr("dplace: warning: cluster '{}': the split is not simulated: {}\n",
+                    session.cluster().name(), not_simulated);
   }
   if (args.out.json) {
     Json j = pipeline_plan_to_json(problem, plan);

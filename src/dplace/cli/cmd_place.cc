@@ -17,6 +17,7 @@
 #include "dplace/cli/report.h"
 #include "dplace/cli/workload.h"
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/placers/placer.h"
 #include "dplace/sim/placement.h"
@@ -243,7 +244,7 @@ void run_compare(const CompareArgs& args) {
     } catch (const ConfigError& e) {
       row.error = e.what();
     }
-    if (request.progress) fmt::print(stderr, "dplace: {} done\n", name);
+    if (request.progress) print_to_stderr("dplace: {} done\n", name);
     rows.push_back(std::move(row));
   }
 
@@ -352,7 +353,7 @@ void run_compare(const CompareArgs& args) {
     write_outputs(session, *best->evaluation, args.out);
   } else if (!args.out.placement_path.empty() || !args.out.trace_path.empty() ||
              !args.out.dot_path.empty()) {
-    fmt::print(stderr, "dplace: warning: no placer found a placement that fits; nothing written\n");
+    print_to_stderr("dplace: warning: no placer found a placement that fits; nothing written\n");
   }
 }
 

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
+#include <system_error>
 
 #include "dplace/cli/commands.h"
 #include "dplace/cli/workload.h"
@@ -27,6 +30,16 @@ std::string one_line(const std::string& what) {
   return out;
 }
 
+// Whether everything printed on standard output reached it: a full disk or a closed descriptor
+// only shows when the buffer is flushed, and a run whose report was lost must not exit 0.
+bool stdout_written(std::string& why) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (flushed && !std::ferror(stdout)) return true;
+  why = errno != 0 ? std::strerror(errno) : "write error";
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,7 +59,7 @@ int main(int argc, char** argv) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
     }
     if (!known) {
-      fmt::print(stderr, "dplace: unknown command '{}' (commands: {})\n", argv[1], names);
+      dplace::print_to_stderr("dplace: unknown command '{}' (commands: {})\n", argv[1], names);
       return 2;
     }
   }
@@ -59,18 +72,33 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "dplace: {} (see dplace --help)\n", one_line(e.what()));
+    dplace::print_to_stderr("dplace: {} (see dplace --help)\n", one_line(e.what()));
     return 2;
   } catch (const dplace::Error& e) {
     // Bad input is one line: warnings about inputs not yet printed are dropped with the run.
     dplace::cli::drop_input_warnings();
-    fmt::print(stderr, "dplace: {}\n", one_line(e.what()));
+    dplace::print_to_stderr("dplace: {}\n", one_line(e.what()));
     return 2;
   } catch (const std::bad_alloc&) {
     dplace::cli::drop_input_warnings();
-    fmt::print(stderr, "dplace: out of host memory\n");
+    dplace::print_to_stderr("dplace: out of host memory\n");
+    return 3;
+  } catch (const std::system_error& e) {
+    // fmt::print throws it when standard output refuses a write (a full disk, a closed
+    // descriptor); so does a thread that cannot start.
+    dplace::cli::drop_input_warnings();
+    if (std::ferror(stdout)) {
+      dplace::print_to_stderr("dplace: standard output: cannot write ({})\n", e.code().message());
+      return 2;
+    }
+    dplace::print_to_stderr("dplace: {}\n", one_line(e.what()));
     return 3;
   }
   dplace::cli::print_input_warnings();
+  std::string why;
+  if (!stdout_written(why)) {
+    dplace::print_to_stderr("dplace: standard output: cannot write ({})\n", why);
+    return 2;
+  }
   return 0;
 }

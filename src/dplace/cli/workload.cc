@@ -9,6 +9,7 @@
 
 #include "dplace/cluster/presets.h"
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 #include "dplace/io/placement_json.h"
 
 namespace dplace::cli {
@@ -116,7 +117,7 @@ Placement read_placement_deferring_warnings(const std::string& path, const Graph
 
 void print_input_warnings() {
   for (const std::string& line : waiting_input_warnings()) {
-    fmt::print(stderr, "dplace: warning: {}\n", line);
+    print_to_stderr("dplace: warning: {}\n", line);
   }
   waiting_input_warnings().clear();
 }

@@ -1,11 +1,16 @@
-// Human-readable durations for tables, notes and progress lines, and UTF-8 checks for names that
-// reach JSON output (nlohmann refuses to write invalid UTF-8).
+// Human-readable durations for tables, notes and progress lines, UTF-8 checks for names that
+// reach JSON output (nlohmann refuses to write invalid UTF-8), and diagnostics on stderr.
 //
-// Thread safety: pure functions.
+// Thread safety: pure functions; print_to_stderr writes each line with one fwrite, which stdio
+// locks, so lines from several threads do not interleave.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dplace {
 
@@ -22,5 +27,14 @@ std::string escape_invalid_utf8(std::string_view text);
 bool has_control_character(std::string_view text);
 // `text` with every ASCII control character written as \xNN (a newline as \x0a).
 std::string escape_control_characters(std::string_view text);
+
+// A formatted diagnostic (error, warning, progress line) on standard error. A failed write is
+// ignored: a diagnostic has nowhere else to go, and fmt::print's exception on a full or closed
+// stderr ended the run (terminate, when a worker thread printed progress).
+template <typename... Args>
+void print_to_stderr(fmt::format_string<Args...> format, Args&&... args) {
+  const std::string text = fmt::format(format, std::forward<Args>(args)...);
+  static_cast<void>(std::fwrite(text.data(), 1, text.size(), stderr));
+}
 
 }  // namespace dplace

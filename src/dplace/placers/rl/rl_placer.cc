@@ -803,16 +803,15 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
     last_progress = now;
     last_progress_update = p.update;
     const double total = std::max(p.policy_s + p.evaluate_s, 1e-12);
-    fmt::print(stderr,
-               "rl: update {} samples {} ({:.1f}/s) best {} mean {} oom {:.0f}% entropy {:.3f} "
-               "policy {:.0f}% evaluate {:.0f}% level {} ({} groups{}) restarts {}\n",
-               p.update, p.samples,
-               static_cast<double>(p.samples - samples_at_start) / std::max(now, 1e-9),
-               format_seconds(p.best_step_time_s), format_seconds(p.mean_step_time_s),
-               100 * p.oom_fraction, p.entropy, 100 * p.policy_s / total,
-               100 * p.evaluate_s / total, p.level + 1,
-               groupings[p.grouping].levels[p.level].num_groups,
-               F > 1 ? ", " + groupings[p.grouping].name : std::string(), p.restarts);
+    print_to_stderr(
+        "rl: update {} samples {} ({:.1f}/s) best {} mean {} oom {:.0f}% entropy {:.3f} "
+        "policy {:.0f}% evaluate {:.0f}% level {} ({} groups{}) restarts {}\n",
+        p.update, p.samples,
+        static_cast<double>(p.samples - samples_at_start) / std::max(now, 1e-9),
+        format_seconds(p.best_step_time_s), format_seconds(p.mean_step_time_s),
+        100 * p.oom_fraction, p.entropy, 100 * p.policy_s / total, 100 * p.evaluate_s / total,
+        p.level + 1, groupings[p.grouping].levels[p.level].num_groups,
+        F > 1 ? ", " + groupings[p.grouping].name : std::string(), p.restarts);
   };
   auto save_checkpoint = [&] {
     if (options.checkpoint.empty()) return;

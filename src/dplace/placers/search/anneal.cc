@@ -121,8 +121,9 @@ SearchOutcome anneal_search(const PlaceRequest& request, const AnnealOptions& op
     }
     if (request.progress && options.evaluations >= 10 && done % (options.evaluations / 10) == 0 &&
         done > 0) {
-      fmt::print(stderr, "{}: {}/{} moves, best {}{}\n", options.progress_label, done,
-                 options.evaluations, format_seconds(best_cost), best_feasible ? "" : " (OOM)");
+      print_to_stderr("{}: {}/{} moves, best {}{}\n", options.progress_label, done,
+                      options.evaluations, format_seconds(best_cost),
+                      best_feasible ? "" : " (OOM)");
     }
     const double temperature =
         temp0 * std::exp(log_ratio * double(done) / double(options.evaluations));
