@@ -1,5 +1,6 @@
 // End-to-end tests of the dplace binary: exit codes, one-line errors, JSON output, determinism.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -463,6 +464,53 @@ TEST(CliTest, AReportStandardOutputRefusesIsOneLineExit2) {
     EXPECT_EQ(r.exit_code, 0) << stderr_to;
     EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
   }
+}
+
+// Output files are written whole or not at all (core/files.h): a trace that hit a file-size limit
+// (as on a full disk) was left cut off over the previous one.
+TEST(CliTest, AnOutputFileThatCannotBeWrittenKeepsThePreviousOne) {
+  const fs::path trace = temp_dir() / "kept_trace.json";
+  { std::ofstream(trace) << "previous"; }
+  const RunResult r =
+      run("place two_tower --cluster paper-k80x2 --placer heft --trace " + trace.string(),
+          "trap '' XFSZ; ulimit -f 4;");
+  expect_one_line_error(r, trace.string() + ": cannot write file (File too large)");
+  EXPECT_EQ(read_all(trace), "previous");
+}
+
+// A path the file system cannot look at used to end the process (filesystem_error, exit 134).
+TEST(CliTest, ALoopOfLinksIsOneLineExit2) {
+  const fs::path loop = temp_dir() / "loop_a";
+  fs::remove(loop);
+  fs::remove(temp_dir() / "loop_b");
+  fs::create_symlink("loop_b", loop);
+  fs::create_symlink("loop_a", temp_dir() / "loop_b");
+  expect_one_line_error(run("info " + loop.string()),
+                        loop.string() + ": cannot open: Too many levels of symbolic links");
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer heft -o " + loop.string()),
+      loop.string() + ": cannot open file for writing (Too many levels of symbolic links)");
+#ifdef DPLACE_WITH_TORCH
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer rl --checkpoint " + loop.string()),
+      "--param checkpoint=" + loop.string() + ": Too many levels of symbolic links");
+#endif
+}
+
+// A graph is read twice (its format from the first bytes, then the reader): a pipe looked empty
+// and a FIFO hung, so they are refused. A cluster or placement from a device is read in blocks:
+// /dev/zero grew the process by gigabytes.
+TEST(CliTest, InputsThatAreNotRegularFilesAreOneLineExit2) {
+  const fs::path fifo = temp_dir() / "graph_fifo";
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_one_line_error(run("info " + fifo.string()),
+                        fifo.string() + ": not a regular file (a pipe, FIFO or device)");
+  expect_one_line_error(run("place two_tower --cluster /dev/zero --placer heft"),
+                        "/dev/zero: invalid JSON at byte 1");
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer expert --placement /dev/zero"),
+      "/dev/zero: invalid JSON at byte 1");
 }
 
 TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {

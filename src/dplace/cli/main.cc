@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <system_error>
 
@@ -19,7 +20,7 @@ namespace {
 
 // Errors are one line of printable text on stderr: a library's message may carry newlines (e.g.
 // LibTorch's) and a damaged file's names may carry any byte. Line breaks and tabs become spaces,
-// other control characters \xNN.
+// other control characters \xNN; a line longer than 2,000 characters is cut there.
 std::string one_line(const std::string& what) {
   std::string spaced = what;
   for (char& c : spaced) {
@@ -27,6 +28,12 @@ std::string one_line(const std::string& what) {
   }
   std::string out = dplace::escape_control_characters(spaced);
   while (!out.empty() && out.back() == ' ') out.pop_back();
+  // A message may quote its input: a 200-million-digit number in a cluster file made a 200 MB line.
+  constexpr size_t kMaxShown = 2000;
+  if (out.size() > kMaxShown) {
+    const size_t cut = out.size() - kMaxShown;
+    out = fmt::format("{}... ({} more characters)", out.substr(0, kMaxShown), cut);
+  }
   return out;
 }
 
@@ -83,6 +90,12 @@ int main(int argc, char** argv) {
     dplace::cli::drop_input_warnings();
     dplace::print_to_stderr("dplace: out of host memory\n");
     return 3;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the file system cannot look at (a loop of links, a name too long) that no check
+    // caught before.
+    dplace::cli::drop_input_warnings();
+    dplace::print_to_stderr("dplace: {}: {}\n", e.path1().string(), e.code().message());
+    return 2;
   } catch (const std::system_error& e) {
     // fmt::print throws it when standard output refuses a write (a full disk, a closed
     // descriptor); so does a thread that cannot start.

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 #include "dplace/io/dot.h"
 #include "dplace/io/placement_json.h"
 #include "dplace/io/trace.h"
@@ -155,6 +156,9 @@ void check_output_paths(const OutputArgs& args) {
   for (const std::string& path : {args.placement_path, args.trace_path, args.dot_path}) {
     if (path.empty()) continue;
     const std::filesystem::path p(path);
+    if (const std::string problem = path_status_problem(path); !problem.empty()) {
+      throw ConfigError(fmt::format("{}: cannot open file for writing ({})", path, problem));
+    }
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {
       throw ConfigError(fmt::format("{}: cannot open file for writing (it is a directory)", path));

@@ -9,6 +9,7 @@
 
 #include "dplace/cluster/presets.h"
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 #include "dplace/core/format.h"
 #include "dplace/io/placement_json.h"
 
@@ -166,7 +167,11 @@ Workload load_workload(const GraphArgs& args) {
     w.format = "model";
     return w;
   }
-  if (!std::filesystem::exists(args.spec)) {
+  if (const std::string problem = path_status_problem(args.spec); !problem.empty()) {
+    throw FormatError(fmt::format("{}: cannot open: {}", args.spec, problem));
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(args.spec, ec)) {
     std::string known;
     for (const ModelEntry& m : model_registry()) known += (known.empty() ? "" : ", ") + m.name;
     throw FormatError(

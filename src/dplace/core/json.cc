@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -37,6 +38,8 @@ namespace {
 // Deeper documents are refused before parsing: copying or printing a Json recurses once per level,
 // so a file of a million nested brackets would overflow the stack.
 constexpr int kMaxJsonDepth = 256;
+// The most read from a device or a pipe: far above any cluster or placement file.
+constexpr size_t kMaxStreamedJsonBytes = size_t{1} << 30;
 
 void check_nesting_depth(std::string_view text, const std::string& source) {
   int depth = 0;
@@ -195,13 +198,31 @@ Json parse_json_text(std::string_view text, const std::string& source) {
 }
 
 Json read_json_file(const std::string& path) {
-  reject_directory(path);
+  check_input_path(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(fmt::format("{}: cannot open file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  // Read in blocks: a device or a pipe has no size, and /dev/zero as a cluster file grew the
+  // process by gigabytes. The first block is parsed alone when it cannot start a JSON document,
+  // which gives the syntax error at once; past kMaxStreamedJsonBytes such an input is refused.
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  std::string text;
+  std::vector<char> block(size_t{1} << 16);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+    const bool first = text.empty();
+    text.append(block.data(), static_cast<size_t>(in.gcount()));
+    if (first) {
+      const size_t start = text.find_first_not_of(" \t\r\n");
+      if (start != std::string::npos && text[start] != '{' && text[start] != '[' && !regular) {
+        return parse_json_text(text, path);
+      }
+    }
+    if (!regular && text.size() > kMaxStreamedJsonBytes) {
+      throw FormatError(fmt::format("{}: more than {} MiB from a file that is not a regular file",
+                                    path, kMaxStreamedJsonBytes >> 20));
+    }
+  }
   if (in.bad()) throw FormatError(fmt::format("{}: cannot read file", path));
-  const std::string text = buffer.str();
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw FormatError(fmt::format("{}: file is empty", path));
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 
 extern char** environ;
 
@@ -232,7 +233,8 @@ std::string find_program(const std::string& program) {
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) {
+    std::error_code ec;
+    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate, ec)) {
       return candidate;
     }
   }
@@ -241,20 +243,28 @@ std::string find_program(const std::string& program) {
 
 // A fresh temporary file "<tmp>/dplace-XXXXXX<suffix>"; returns its path and open descriptor.
 std::pair<std::string, int> make_temp_file(const std::string& suffix) {
-  std::string name = (std::filesystem::temp_directory_path() / ("dplace-XXXXXX" + suffix)).string();
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    throw ConfigError(fmt::format("cannot create a temporary file: TMPDIR '{}': {}",
+                                  tmpdir ? tmpdir : "", ec.message()));
+  }
+  std::string name = (dir / ("dplace-XXXXXX" + suffix)).string();
   std::vector<char> buffer(name.begin(), name.end());
   buffer.push_back('\0');
   const int fd = ::mkstemps(buffer.data(), static_cast<int>(suffix.size()));
-  if (fd < 0) throw ConfigError(fmt::format("{}: cannot create a temporary file", name));
+  if (fd < 0) {
+    throw ConfigError(
+        fmt::format("{}: cannot create a temporary file: {}", name, std::strerror(errno)));
+  }
   return {std::string(buffer.data()), fd};
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FormatError(fmt::format("{}: cannot open file for writing", path));
-  out << text;
-  out.flush();
-  if (!out) throw FormatError(fmt::format("{}: cannot write file", path));
+void write_text_file(const std::string& path, std::string_view text) {
+  if (const std::string why = write_file_whole(path, text); !why.empty()) {
+    throw FormatError(fmt::format("{}: cannot write file ({})", path, why));
+  }
 }
 
 // Runs `dot -T<format> -o <path> <dot file>`; its stderr is kept for the error message.
@@ -269,15 +279,18 @@ void render_with_graphviz(const std::string& text, const std::string& format,
   }
   auto [dot_path, dot_fd] = make_temp_file(".dot");
   ::close(dot_fd);
+  // Graphviz renders into a temporary file, written to `path` whole once it has succeeded: a
+  // failed or killed render does not leave half a picture over the previous one.
+  auto [rendered_path, rendered_fd] = make_temp_file("." + format);
+  ::close(rendered_fd);
   auto [err_path, err_fd] = make_temp_file(".err");
   struct Cleanup {
-    std::string a, b;
+    std::vector<std::string> paths;
     ~Cleanup() {
       std::error_code ec;
-      std::filesystem::remove(a, ec);
-      std::filesystem::remove(b, ec);
+      for (const std::string& p : paths) std::filesystem::remove(p, ec);
     }
-  } cleanup{dot_path, err_path};
+  } cleanup{{dot_path, rendered_path, err_path}};
   try {
     write_text_file(dot_path, text);
   } catch (...) {
@@ -286,7 +299,7 @@ void render_with_graphviz(const std::string& text, const std::string& format,
   }
 
   const std::string type_flag = "-T" + format;
-  std::vector<std::string> args = {dot, type_flag, "-o", path, dot_path};
+  std::vector<std::string> args = {dot, type_flag, "-o", rendered_path, dot_path};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -305,7 +318,16 @@ void render_with_graphviz(const std::string& text, const std::string& format,
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    std::ifstream rendered(rendered_path, std::ios::binary);
+    std::stringstream picture;
+    picture << rendered.rdbuf();
+    if (!rendered || rendered.bad()) {
+      throw ConfigError(fmt::format("{}: cannot read Graphviz's output {}", path, rendered_path));
+    }
+    write_text_file(path, picture.view());
+    return;
+  }
   std::ifstream err(err_path);
   std::string first_line;
   std::getline(err, first_line);

@@ -6,12 +6,13 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 
 namespace dplace {
 
@@ -241,8 +242,7 @@ Json graph_to_json(const Graph& graph) {
 }
 
 void write_graph_file(const Graph& graph, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FormatError(fmt::format("{}: cannot open file for writing", path));
+  std::ostringstream out;
   out << "{\n  \"format\": " << Json(kGraphFormat).dump()
       << ",\n  \"name\": " << Json(graph.name()).dump() << ",\n  \"ops\": [";
   for (size_t i = 0; i < graph.num_ops(); ++i) {
@@ -250,8 +250,9 @@ void write_graph_file(const Graph& graph, const std::string& path) {
         << op_to_json<OrderedJson>(graph, OpId::from_index(i)).dump();
   }
   out << (graph.num_ops() == 0 ? "]\n}\n" : "\n  ]\n}\n");
-  out.flush();
-  if (!out) throw FormatError(fmt::format("{}: cannot write file", path));
+  if (const std::string why = write_file_whole(path, out.view()); !why.empty()) {
+    throw FormatError(fmt::format("{}: cannot write file ({})", path, why));
+  }
 }
 
 }  // namespace dplace

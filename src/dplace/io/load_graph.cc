@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -75,7 +76,7 @@ bool looks_like_onnx(std::string_view head) {
 }
 
 std::string read_head(const std::string& path) {
-  reject_directory(path);
+  check_input_path(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(path + ": cannot open (missing or unreadable file)");
   std::string head(kHeadBytes, '\0');
@@ -130,6 +131,15 @@ LoadedGraph load_json(const std::string& path, const ImportOptions& options) {
 }  // namespace
 
 LoadedGraph load_graph_file(const std::string& path, const ImportOptions& options) {
+  // The format is told from the first bytes, then the reader opens the file again (ONNX maps it):
+  // a pipe read that way looked empty ("<(cat g.json)") and a FIFO hung. Refused before opening.
+  check_input_path(path);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw FormatError(path +
+                      ": not a regular file (a pipe, FIFO or device); a graph file is read more "
+                      "than once: save it to a file first");
+  }
   std::string head = read_head(path);
   std::string_view text = skip_bom_and_space(head);
   if (!text.empty() && text.front() == '{') return load_json(path, options);

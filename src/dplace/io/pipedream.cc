@@ -335,7 +335,7 @@ LoadedGraph build_graph(const std::string& path, const ProfileParser& profile, b
 }  // namespace
 
 LoadedGraph read_pipedream_file(const std::string& path, const ImportOptions& options) {
-  reject_directory(path);
+  check_input_path(path);
   std::ifstream in(path);
   if (!in) throw FormatError(path + ": cannot open");
   ProfileParser parser(path);

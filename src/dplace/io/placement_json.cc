@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <sstream>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 
 namespace dplace {
 
@@ -107,8 +108,7 @@ Json placement_to_json(const Graph& graph, const Cluster& cluster, const Placeme
 void write_placement_file(const Graph& graph, const Cluster& cluster, const Placement& placement,
                           const std::string& path) {
   check_placement_shape(graph, cluster, placement);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FormatError(fmt::format("{}: cannot open file for writing", path));
+  std::ostringstream out;
   out << "{\n  \"format\": " << Json(kPlacementFormat).dump()
       << ",\n  \"graph\": " << Json(graph.name()).dump()
       << ",\n  \"cluster\": " << Json(cluster.name()).dump() << ",\n  \"assignment\": {";
@@ -117,8 +117,9 @@ void write_placement_file(const Graph& graph, const Cluster& cluster, const Plac
         << ": " << Json(cluster.device(placement.device_of_op[i]).name).dump();
   }
   out << (graph.num_ops() == 0 ? "}\n}\n" : "\n  }\n}\n");
-  out.flush();
-  if (!out) throw FormatError(fmt::format("{}: cannot write file", path));
+  if (const std::string why = write_file_whole(path, out.view()); !why.empty()) {
+    throw FormatError(fmt::format("{}: cannot write file ({})", path, why));
+  }
 }
 
 }  // namespace dplace

@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <sstream>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 
 namespace dplace {
 
@@ -100,16 +101,16 @@ Json trace_to_json(const Graph& graph, const Cluster& cluster, const SimResult& 
 void write_trace_file(const Graph& graph, const Cluster& cluster, const SimResult& result,
                       const std::string& path) {
   const Json doc = trace_to_json(graph, cluster, result);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FormatError(fmt::format("{}: cannot open file for writing", path));
+  std::ostringstream out;
   // One event per line: readable, and still valid JSON for the trace viewers.
   out << "{\"displayTimeUnit\": \"ms\",\n\"otherData\": " << doc.at("otherData").dump()
       << ",\n\"traceEvents\": [";
   const Json& events = doc.at("traceEvents");
   for (size_t i = 0; i < events.size(); ++i) out << (i == 0 ? "\n" : ",\n") << events[i].dump();
   out << "\n]}\n";
-  out.flush();
-  if (!out) throw FormatError(fmt::format("{}: cannot write file", path));
+  if (const std::string why = write_file_whole(path, out.view()); !why.empty()) {
+    throw FormatError(fmt::format("{}: cannot write file ({})", path, why));
+  }
 }
 
 }  // namespace dplace

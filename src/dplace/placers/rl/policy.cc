@@ -42,6 +42,7 @@
 #include <sstream>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 #include "dplace/core/fingerprint.h"
 #include "dplace/placers/rl/torch_module.h"
 
@@ -255,17 +256,13 @@ void write_checkpoint_file(const std::string& path, torch::serialize::OutputArch
   std::ostringstream payload_stream;
   root.save_to(payload_stream);
   const std::string payload = payload_stream.str();
-  // Written beside it and renamed over it: a run killed while writing keeps its last checkpoint.
-  const std::string temporary = path + ".tmp";
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  out << kCheckpointMagic << ' ' << payload.size() << ' ' << checkpoint_checksum(payload) << '\n'
-      << payload;
-  out.close();
-  std::error_code ec;
-  if (out) std::filesystem::rename(temporary, path, ec);
-  if (!out || ec) {
-    std::filesystem::remove(temporary, ec);
-    throw ConfigError(fmt::format("checkpoint '{}': cannot write the file", path));
+  // Written whole (core/files.h): a run killed while writing keeps its last checkpoint, and two
+  // runs saving to one path each leave a whole checkpoint (a fixed "PATH.tmp" was shared).
+  const std::string file =
+      fmt::format("{} {} {}\n", kCheckpointMagic, payload.size(), checkpoint_checksum(payload)) +
+      payload;
+  if (const std::string why = write_file_whole(path, file); !why.empty()) {
+    throw ConfigError(fmt::format("checkpoint '{}': cannot write the file ({})", path, why));
   }
 }
 

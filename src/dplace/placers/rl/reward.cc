@@ -18,6 +18,7 @@
 #include <fstream>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 #include "dplace/core/format.h"
 #include "dplace/core/json.h"
 
@@ -222,9 +223,13 @@ class CommandRewardSource final : public RewardSource {
                                     tmpdir ? tmpdir : "/tmp", std::strerror(errno)));
     }
     close(fd);
-    {
-      std::ofstream out(path);
-      out << placement_json_text(graph_, cluster_, placement);
+    // A full TMPDIR used to hand the command an empty file without a word.
+    if (const std::string why =
+            write_file_whole(path, placement_json_text(graph_, cluster_, placement));
+        !why.empty()) {
+      std::remove(path.c_str());
+      throw ConfigError(
+          fmt::format("measure-cmd: cannot write the placement file {}: {}", path, why));
     }
     const std::string quoted = shell_quoted(path);
     std::string command = command_;

@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "dplace/core/error.h"
+#include "dplace/core/files.h"
 #include "dplace/core/fingerprint.h"
 #include "dplace/core/format.h"
 #include "dplace/core/rng.h"
@@ -151,6 +152,9 @@ void write_curve(const std::string& path, const std::vector<CurvePoint>& curve,
 // Refuses a checkpoint path that could not be written, before the run spends its budget.
 void check_checkpoint_path(const std::string& path) {
   namespace fs = std::filesystem;
+  if (const std::string problem = path_status_problem(path); !problem.empty()) {
+    throw ConfigError(fmt::format("--param checkpoint={}: {}", path, problem));
+  }
   std::error_code ec;
   if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
     throw ConfigError(fmt::format("--param checkpoint={}: not a regular file", path));
@@ -606,7 +610,8 @@ RlRun run_rl(const PlaceRequest& request, const RlOptions& options) {
   TrainerState state;
   state.fingerprint = fp.value();
   std::unique_ptr<Policy> policy;
-  if (!options.checkpoint.empty() && std::filesystem::exists(options.checkpoint)) {
+  std::error_code exists_error;
+  if (!options.checkpoint.empty() && std::filesystem::exists(options.checkpoint, exists_error)) {
     const TrainerState saved = read_trainer_state(options.checkpoint);
     if (saved.fingerprint != state.fingerprint || saved.restarts < 0 || saved.level < 0 ||
         saved.level >= static_cast<int64_t>(grouping_at(saved.restarts).levels.size())) {

@@ -1,0 +1,126 @@
+#include "dplace/core/files.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
+
+namespace dplace {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The names in `dir`: a write leaves no temporary file behind, whether it succeeds or fails.
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = scratch_path(name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(WriteFileWholeTest, WritesNewAndExistingFilesKeepingPermissions) {
+  const fs::path dir = fresh_dir("whole");
+  const fs::path file = dir / "a.json";
+  EXPECT_EQ(write_file_whole(file.string(), "first"), "");
+  EXPECT_EQ(read_all(file), "first");
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(write_file_whole(file.string(), "second"), "");
+  EXPECT_EQ(read_all(file), "second");
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{"a.json"});
+}
+
+TEST(WriteFileWholeTest, AFailedWriteKeepsThePreviousFile) {
+  const fs::path dir = fresh_dir("failed");
+  const fs::path file = dir / "trace.json";
+  ASSERT_EQ(write_file_whole(file.string(), "old content"), "");
+  // A file-size limit makes the write fail part-way (EFBIG), as a full disk would (ENOSPC); the
+  // file was truncated first and left cut before.
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string why = write_file_whole(file.string(), std::string(100000, 'x'));
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(why, "File too large");
+  EXPECT_EQ(read_all(file), "old content");
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{"trace.json"});
+}
+
+TEST(WriteFileWholeTest, ALinkIsFollowedAndKept) {
+  const fs::path dir = fresh_dir("link");
+  const fs::path target = dir / "target.json";
+  ASSERT_EQ(write_file_whole(target.string(), "old"), "");
+  fs::create_symlink("target.json", dir / "link.json");
+  EXPECT_EQ(write_file_whole((dir / "link.json").string(), "new"), "");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.json")));
+  EXPECT_EQ(read_all(target), "new");
+}
+
+TEST(WriteFileWholeTest, DevicesAreWrittenInPlace) {
+  // Renaming a file over /dev/null would replace the device for every process on the machine.
+  EXPECT_EQ(write_file_whole("/dev/null", "text"), "");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  if (fs::exists("/dev/full")) {
+    EXPECT_EQ(write_file_whole("/dev/full", "text"), "No space left on device");
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+}
+
+TEST(WriteFileWholeTest, DirectoriesAndMissingDirectoriesAreReasons) {
+  const fs::path dir = fresh_dir("reasons");
+  EXPECT_EQ(write_file_whole(dir.string(), "x"), "it is a directory");
+  EXPECT_EQ(write_file_whole((dir / "no" / "x.json").string(), "x"), "No such file or directory");
+}
+
+TEST(CheckInputPathTest, PathsTheFileSystemCannotLookAtAreFormatErrors) {
+  const fs::path dir = fresh_dir("loops");
+  fs::create_symlink("b", dir / "a");
+  fs::create_symlink("a", dir / "b");
+  const std::string loop = (dir / "a").string();
+  EXPECT_EQ(path_status_problem(loop), "Too many levels of symbolic links");
+  EXPECT_EQ(path_status_problem((dir / "missing").string()), "");
+  EXPECT_EQ(path_status_problem((dir / std::string(300, 'n')).string()), "File name too long");
+  try {
+    check_input_path(loop);
+    ADD_FAILURE() << "no error";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(std::string(e.what()), loop + ": cannot open: Too many levels of symbolic links");
+  }
+  EXPECT_THROW(check_input_path(dir.string()), FormatError);      // a directory
+  EXPECT_NO_THROW(check_input_path((dir / "missing").string()));  // the reader says "missing"
+}
+
+}  // namespace
+}  // namespace dplace
