@@ -513,6 +513,43 @@ TEST(CliTest, InputsThatAreNotRegularFilesAreOneLineExit2) {
       "/dev/zero: invalid JSON at byte 1");
 }
 
+// An error line that quotes its input is cut at 2,000 characters (a 200-million-digit number in a
+// cluster file made a 200 MB line).
+TEST(CliTest, AnErrorLineIsCutAt2000Characters) {
+  const fs::path cluster = temp_dir() / "long_number.json";
+  { std::ofstream(cluster) << "{\"name\": " << std::string(50000, '9') << "}"; }
+  const RunResult r = run("place two_tower --cluster " + cluster.string() + " --placer heft");
+  expect_one_line_error(r, "invalid JSON");
+  EXPECT_LT(r.err.size(), 2100u);
+  EXPECT_NE(r.err.find("... ("), std::string::npos) << r.err.substr(0, 100);
+}
+
+#ifdef DPLACE_WITH_TORCH
+// rl's checkpoint is written through a unique temporary name: a fixed PATH.tmp was shared by two
+// runs saving to one path, and a user's own file of that name was overwritten. measure-cmd's
+// placement file is checked once written (a full TMPDIR handed the command an empty file).
+TEST(CliTest, RlFilesAreWrittenWholeOrTheRunSaysWhy) {
+  const fs::path dir = temp_dir() / "ck_dir";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  { std::ofstream(dir / "ck.tmp") << "notes"; }
+  const std::string rl =
+      "place two_tower --cluster paper-k80x2 --placer rl --samples 8 --param batch=8 "
+      "--param polish=0 ";
+  const RunResult saved = run(rl + "--checkpoint " + (dir / "ck").string());
+  EXPECT_EQ(saved.exit_code, 0) << saved.err;
+  EXPECT_EQ(read_all(dir / "ck.tmp"), "notes");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"ck", "ck.tmp"}));
+  // A file-size limit of 1 KiB stands for a full TMPDIR: the placement file is 2.4 KB.
+  expect_one_line_error(
+      run(rl + "--measure-cmd 'echo 0.01 {placement}'", "trap '' XFSZ; ulimit -f 1;"),
+      "measure-cmd: cannot write the placement file");
+}
+#endif
+
 TEST(CliTest, InvalidPlacementFileForAPlacerIsOneLineExit2) {
   // It used to reach the expert placer (and anneal's start) unchecked and abort the run.
   const fs::path graph = temp_dir() / "colocated.json";
