@@ -545,7 +545,7 @@ TEST(CliTest, RlFilesAreWrittenWholeOrTheRunSaysWhy) {
   EXPECT_EQ(names, (std::vector<std::string>{"ck", "ck.tmp"}));
   // A file-size limit of 1 KiB stands for a full TMPDIR: the placement file is 2.4 KB.
   expect_one_line_error(
-      run(rl + "--measure-cmd 'echo 0.01 {placement}'", "trap '' XFSZ; ulimit -f 1;"),
+      run(rl + "--measure-cmd 'echo 0.01 # {placement}'", "trap '' XFSZ; ulimit -f 1;"),
       "measure-cmd: cannot write the placement file");
 }
 #endif
