@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@ ForkedRun run_forked(const std::function<std::string()>& work,
     run.problem = std::string("cannot create a pipe: ") + std::strerror(errno);
     return run;
   }
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     run.problem = std::string("cannot fork: ") + std::strerror(errno);
@@ -49,6 +51,11 @@ ForkedRun run_forked(const std::function<std::string()>& work,
   }
   if (pid == 0) {
     // The child: no destructors, no atexit handlers, no stdio flush of the parent's buffers.
+    // It dies with the parent: a dplace killed by `kill` or a job scheduler left its solver
+    // running at full CPU until the solver's own limit (seconds to minutes). The parent may have
+    // died before prctl took effect, hence the check.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     close(fds[0]);
     int status = 1;
     try {
