@@ -79,9 +79,15 @@ std::string read_head(const std::string& path) {
   check_input_path(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(path + ": cannot open (missing or unreadable file)");
-  std::string head(kHeadBytes, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+  std::string head;
+  std::string block(kHeadBytes, '\0');
+  // Past leading white space, which may be longer than one block (a JSON graph with 4,096 spaces
+  // before its '{' was "unrecognised").
+  while (skip_bom_and_space(head).empty()) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    if (in.gcount() <= 0) break;
+    head.append(block, 0, static_cast<size_t>(in.gcount()));
+  }
   if (head.empty()) throw FormatError(path + ": empty file");
   return head;
 }

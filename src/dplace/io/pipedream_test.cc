@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -217,6 +218,13 @@ TEST(LoadGraphTest, DetectsEachFormatFromContent) {
   EXPECT_EQ(partitioning.format, "dnn-partitioning");
   EXPECT_EQ(partitioning.graph.num_ops(), 2u);
   EXPECT_EQ(partitioning.graph.num_edges(), 1u);
+
+  // White space longer than the first block read for the detection (it was "unrecognised").
+  std::ifstream tiny(kData + "/io/tiny_graph.json");
+  const std::string tiny_text((std::istreambuf_iterator<char>(tiny)), {});
+  const LoadedGraph spaced =
+      load_graph_file(temp_file("spaced.json", std::string(10000, ' ') + tiny_text), {});
+  EXPECT_EQ(spaced.graph.num_ops(), 3u);
 }
 
 TEST(LoadGraphTest, TrainingExpandsAGraphJson) {
