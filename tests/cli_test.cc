@@ -1,6 +1,8 @@
 // End-to-end tests of the dplace binary: exit codes, one-line errors, JSON output, determinism.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -547,6 +549,61 @@ TEST(CliTest, RlFilesAreWrittenWholeOrTheRunSaysWhy) {
   expect_one_line_error(
       run(rl + "--measure-cmd 'echo 0.01 # {placement}'", "trap '' XFSZ; ulimit -f 1;"),
       "measure-cmd: cannot write the placement file");
+}
+#endif
+
+#ifdef DPLACE_WITH_TORCH
+// Whether every process of group `pgid` has ended (gone, or a zombie waiting to be reaped).
+bool process_group_ended(pid_t pgid) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream fields(line.substr(close_paren + 2));
+    char state = 0;
+    pid_t parent = 0, group = 0;
+    fields >> state >> parent >> group;
+    if (group == pgid && state != 'Z') return false;
+  }
+  return true;
+}
+
+// A measurement runs in a process group of its own, which Ctrl-C does not reach: a dplace
+// interrupted or killed left it running to its end (a real training run, perhaps). SIGTERM (and
+// SIGINT, SIGHUP) now kill the measurements' groups, then end dplace as before.
+TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
+  const fs::path group_file = temp_dir() / "measure_pgid.txt";
+  const fs::path pid_file = temp_dir() / "dplace_pid.txt";
+  fs::remove(group_file);
+  const std::string command =
+      std::string(DPLACE_BINARY) +
+      " place two_tower --cluster paper-k80x2 --placer rl --samples 8 --param batch=8 "
+      "--param polish=0 --measure-cmd 'echo $$ > " +
+      group_file.string() +
+      "; sleep 60; echo 0.01 # {placement}' >/dev/null 2>&1 </dev/null & echo $! > " +
+      pid_file.string();
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const pid_t dplace_pid = std::stoi(read_all(pid_file));
+  pid_t measurement_group = 0;
+  for (int i = 0; i < 300 && measurement_group == 0; ++i) {
+    const std::string text = read_all(group_file);
+    if (!text.empty() && text.back() == '\n') measurement_group = std::stoi(text);
+    if (measurement_group == 0) usleep(20000);
+  }
+  ASSERT_GT(measurement_group, 0) << "the measurement did not start";
+  EXPECT_FALSE(process_group_ended(measurement_group));
+  ASSERT_EQ(kill(dplace_pid, SIGTERM), 0);
+  bool ended = false;
+  for (int i = 0; i < 250 && !ended; ++i) {
+    ended = process_group_ended(measurement_group);
+    if (!ended) usleep(20000);
+  }
+  EXPECT_TRUE(ended) << "the measurement outlived dplace";
+  if (!ended) kill(-measurement_group, SIGKILL);
 }
 #endif
 

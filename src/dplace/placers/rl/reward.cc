@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 
 #include "dplace/core/error.h"
 #include "dplace/core/files.h"
@@ -71,6 +73,69 @@ bool read_some(int fd, std::string& text) {
   return true;
 }
 
+// The process groups of the measurements running now. A measurement runs in a group of its own
+// (so that a timeout kills everything it started), which a terminal's Ctrl-C does not reach: when
+// dplace was interrupted or killed, the measurement (a real training run, perhaps on GPUs) went on
+// to its end. SIGINT, SIGTERM and SIGHUP now kill these groups, then end dplace as the signal
+// would have. (SIGKILL cannot be caught; a signal in the microseconds between a start and its
+// registration misses that group.)
+constexpr size_t kMaxMeasurementGroups = 1024;
+std::atomic<pid_t> running_groups[kMaxMeasurementGroups];
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+void kill_measurements_then_die(int signal_number) {
+  for (std::atomic<pid_t>& group : running_groups) {
+    const pid_t pgid = group.load();
+    if (pgid > 0) kill(-pgid, SIGKILL);
+  }
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(signal_number, &default_action, nullptr);
+  raise(signal_number);
+}
+
+// Installs the handler once, for the signals the process does not ignore (nohup's SIGHUP stays
+// ignored).
+void forward_signals_to_measurements() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int signal_number : kForwardedSignals) {
+      struct sigaction current {};
+      if (sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler == SIG_IGN) {
+        continue;
+      }
+      struct sigaction action {};
+      action.sa_handler = kill_measurements_then_die;
+      sigemptyset(&action.sa_mask);
+      sigaction(signal_number, &action, nullptr);
+    }
+  });
+}
+
+// A slot of running_groups for one measurement's group, freed when it ends. With every slot taken
+// (more than 1,024 measurements at once) the group is not registered.
+class RegisteredGroup {
+ public:
+  explicit RegisteredGroup(pid_t pgid) {
+    for (std::atomic<pid_t>& group : running_groups) {
+      pid_t empty = 0;
+      if (group.compare_exchange_strong(empty, pgid)) {
+        slot_ = &group;
+        return;
+      }
+    }
+  }
+  ~RegisteredGroup() {
+    if (slot_) slot_->store(0);
+  }
+  RegisteredGroup(const RegisteredGroup&) = delete;
+  RegisteredGroup& operator=(const RegisteredGroup&) = delete;
+
+ private:
+  std::atomic<pid_t>* slot_ = nullptr;
+};
+
 // Runs `command` with /bin/sh -c in a process group of its own, collecting the ends of its
 // standard output and standard error, and kills the group (SIGKILL) at `deadline`. The run ends
 // when the shell exits: what is then in the pipes is read, and the processes it left running in
@@ -113,6 +178,7 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
     throw ConfigError(
         fmt::format("measure-cmd '{}': cannot start: {}", described, std::strerror(spawned)));
   }
+  const RegisteredGroup registered(pid);
   CommandRun run;
   pollfd streams[2] = {{.fd = out_fds[0], .events = POLLIN, .revents = 0},
                        {.fd = err_fds[0], .events = POLLIN, .revents = 0}};
@@ -205,6 +271,7 @@ class CommandRewardSource final : public RewardSource {
       throw ConfigError(fmt::format(
           "--param measure-cmd='{}': the command must contain {{placement}}", command_));
     }
+    forward_signals_to_measurements();
   }
 
   void evaluate(std::span<const Placement> placements, std::span<Outcome> outcomes) override {
