@@ -36,19 +36,31 @@ inline std::string read_all(const fs::path& p) {
 // The per-process scratch directory (core/scratch_dir.h), removed when the test exits.
 inline const fs::path& temp_dir() { return scratch_dir(); }
 
-// Runs `dplace ARGS` through the shell; `env`, when given, goes in front of the binary: NAME=VALUE
-// assignments (e.g. "DPLACE_RL_TORCH_MODULE=/x.so") or an env(1) call ("env -u NAME").
-inline RunResult run(const std::string& args, const std::string& env = "") {
-  const fs::path out = temp_dir() / "out.txt";
-  const fs::path err = temp_dir() / "err.txt";
+// The files run() sends the standard output and error to.
+inline fs::path out_file() { return temp_dir() / "out.txt"; }
+inline fs::path err_file() { return temp_dir() / "err.txt"; }
+
+// Runs `dplace ARGS STDOUT_TO STDERR_TO </dev/null` through the shell, where the two redirections
+// are shell words (">/dev/full", "2>&-"); out and err are read from out_file() and err_file().
+// `env`, when given, goes in front of the binary: NAME=VALUE assignments (e.g.
+// "DPLACE_RL_TORCH_MODULE=/x.so"), an env(1) call ("env -u NAME") or shell commands ending in ';'.
+inline RunResult run_redirected(const std::string& args, const std::string& stdout_to,
+                                const std::string& stderr_to, const std::string& env = "") {
+  fs::remove(out_file());
+  fs::remove(err_file());
   const std::string cmd = (env.empty() ? "" : env + " ") + std::string(DPLACE_BINARY) + " " + args +
-                          " >" + out.string() + " 2>" + err.string() + " </dev/null";
+                          " " + stdout_to + " " + stderr_to + " </dev/null";
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_all(out);
-  r.err = read_all(err);
+  r.out = read_all(out_file());
+  r.err = read_all(err_file());
   return r;
+}
+
+// Runs `dplace ARGS` with its output in out_file() and err_file() (run_redirected).
+inline RunResult run(const std::string& args, const std::string& env = "") {
+  return run_redirected(args, ">" + out_file().string(), "2>" + err_file().string(), env);
 }
 
 inline std::string data(const std::string& rel) {

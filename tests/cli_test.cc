@@ -434,33 +434,20 @@ TEST(CliTest, TwoOutputsNamingOneFileAreRefused) {
 // diagnostic that stderr refuses is dropped: progress lines on a full stderr aborted the run.
 TEST(CliTest, AReportStandardOutputRefusesIsOneLineExit2) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
-  const fs::path out = temp_dir() / "stdio_out.txt";
-  const fs::path err = temp_dir() / "stdio_err.txt";
-  auto run_to = [&](const std::string& args, const std::string& stdout_to,
-                    const std::string& stderr_to) {
-    const std::string cmd =
-        std::string(DPLACE_BINARY) + " " + args + " " + stdout_to + " " + stderr_to + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_all(out);
-    r.err = read_all(err);
-    return r;
-  };
-  const std::string to_out = ">" + out.string();
-  const std::string to_err = "2>" + err.string();
+  const std::string to_out = ">" + out_file().string();
+  const std::string to_err = "2>" + err_file().string();
   for (const std::string args :
        {"clusters", "models", "place two_tower --cluster paper-k80x2 --placer heft --json"}) {
     SCOPED_TRACE(args);
-    expect_one_line_error(run_to(args, ">/dev/full", to_err),
+    expect_one_line_error(run_redirected(args, ">/dev/full", to_err),
                           "standard output: cannot write (No space left on device)");
-    expect_one_line_error(run_to(args, ">&-", to_err),
+    expect_one_line_error(run_redirected(args, ">&-", to_err),
                           "standard output: cannot write (Bad file descriptor)");
   }
-  EXPECT_EQ(run_to("models", ">/dev/null", to_err).exit_code, 0);
+  EXPECT_EQ(run_redirected("models", ">/dev/null", to_err).exit_code, 0);
   // anneal's rounds print progress from worker threads.
   for (const std::string stderr_to : {"2>/dev/full", "2>&-"}) {
-    const RunResult r = run_to(
+    const RunResult r = run_redirected(
         "place two_tower --cluster paper-k80x2 --placer anneal --progress --budget-seconds 0.5",
         to_out, stderr_to);
     EXPECT_EQ(r.exit_code, 0) << stderr_to;
