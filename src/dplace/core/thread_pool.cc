@@ -1,17 +1,31 @@
 #include "dplace/core/thread_pool.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <exception>
+#include <system_error>
 
 namespace dplace {
 
 ThreadPool::ThreadPool(size_t num_threads) {
   if (num_threads == 0) num_threads = std::max<size_t>(1, std::thread::hardware_concurrency());
   num_workers_ = num_threads;
-  for (size_t w = 1; w < num_workers_; ++w) threads_.emplace_back([this, w] { worker_loop(w); });
+  try {
+    for (size_t w = 1; w < num_workers_; ++w) threads_.emplace_back([this, w] { worker_loop(w); });
+  } catch (const std::system_error& e) {
+    // The workers started so far must stop before the members go: the destructor does not run
+    // for a constructor that throws, and destroying the condition variable they waited on hung
+    // the process (a thread limit, or address space for 216 of 256 stacks).
+    stop_and_join();
+    throw std::system_error(e.code(), fmt::format("cannot start worker thread {} of {}",
+                                                  threads_.size() + 1, num_workers_ - 1));
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_and_join(); }
+
+void ThreadPool::stop_and_join() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;

@@ -19,7 +19,8 @@ namespace dplace {
 class ThreadPool {
  public:
   // num_threads == 0 means std::thread::hardware_concurrency(). The calling thread also works, so
-  // a pool of size 1 starts no extra thread.
+  // a pool of size 1 starts no extra thread. Throws std::system_error "cannot start worker thread
+  // K of N: <reason>" when the system refuses a thread; the workers started are stopped first.
   explicit ThreadPool(size_t num_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -33,6 +34,7 @@ class ThreadPool {
 
  private:
   void worker_loop(size_t worker);
+  void stop_and_join();  // tells the started workers to return and waits for them
   void run_items(size_t worker);
 
   size_t num_workers_;
