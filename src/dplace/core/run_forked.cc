@@ -38,12 +38,14 @@ ForkedRun run_forked(const std::function<std::string()>& work,
   ForkedRun run;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
+    run.outcome = ForkedRun::Outcome::kNotStarted;
     run.problem = std::string("cannot create a pipe: ") + std::strerror(errno);
     return run;
   }
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
+    run.outcome = ForkedRun::Outcome::kNotStarted;
     run.problem = std::string("cannot fork: ") + std::strerror(errno);
     close(fds[0]);
     close(fds[1]);

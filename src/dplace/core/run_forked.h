@@ -27,8 +27,9 @@ namespace dplace {
 struct ForkedRun {
   enum class Outcome {
     kFinished,  // work() returned; `output` holds its bytes
-    kTimedOut,  // still running at the deadline: killed
-    kFailed,    // could not fork, or the child died (a crash, an exception): `problem` says how
+    kTimedOut,    // still running at the deadline: killed
+    kNotStarted,  // no pipe or no fork (the system refused the resource): `problem` says which
+    kFailed,      // the child died (a crash, an exception): `problem` says how
   };
   Outcome outcome = Outcome::kFailed;
   std::string output;

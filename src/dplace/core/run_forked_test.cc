@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dplace/core/limited_child.h"
+
 namespace dplace {
 namespace {
 
@@ -59,6 +61,18 @@ TEST(RunForkedTest, TheChildSeesTheParentsMemory) {
       run_forked([&] { return state + "!"; }, Clock::now() + std::chrono::seconds(30));
   ASSERT_EQ(run.outcome, ForkedRun::Outcome::kFinished);
   EXPECT_EQ(run.output, "computed before the fork!");
+}
+
+// No pipe (or no fork) is kNotStarted, which callers do not answer by solving in their own
+// process (where the solver's limit could not be enforced).
+TEST(RunForkedTest, NoPipeIsNotStarted) {
+  const int status = testing::exit_status_without_free_descriptors([] {
+    const ForkedRun run =
+        run_forked([] { return std::string("ran"); }, Clock::now() + std::chrono::seconds(30));
+    if (run.outcome != ForkedRun::Outcome::kNotStarted) return 1;
+    return run.problem == "cannot create a pipe: Too many open files" ? 0 : 2;
+  });
+  EXPECT_EQ(status, 0) << "1: another outcome, 2: another problem";
 }
 
 // A dplace killed while its solver ran left the solver's process running at full CPU until the

@@ -190,8 +190,13 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
       result.status = MilpResult::Status::kNoSolution;
       result.stopped_past_limit = true;
       break;
+    case ForkedRun::Outcome::kNotStarted:
+      // Solving here instead would lose the hard limit (the root LP ran for minutes).
+      result.status = MilpResult::Status::kNoSolution;
+      result.not_started = run.problem;
+      break;
     case ForkedRun::Outcome::kFailed:
-      // No child (fork failed) or it died: solve here, so that a failure shows as it happens.
+      // The child died: solve here, so that a failure shows as it happens.
       return MilpSolver::solve(model, options);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -206,6 +211,7 @@ std::string milp_overrun_note(double time_limit_s, double seconds) {
 }
 
 std::string milp_no_solution_note(const MilpResult& r, double time_limit_s) {
+  if (!r.not_started.empty()) return "CBC's process could not start: " + r.not_started;
   if (r.stopped_past_limit) return milp_overrun_note(time_limit_s, r.seconds);
   if (r.seconds >= 0.99 * time_limit_s) {
     return fmt::format("CBC found no solution within its {} s limit", time_limit_s);

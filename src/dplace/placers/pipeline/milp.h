@@ -55,6 +55,10 @@ struct MilpResult {
   // CBC was still running well past options.time_limit_s (inside an LP solve, where it does not
   // check its clock) and was stopped: no solution and no bound (status kNoSolution).
   bool stopped_past_limit = false;
+  // Why CBC's process could not start (no pipe, no fork: "cannot fork: ..."), else empty; then
+  // there is no solution (status kNoSolution): CBC is not run in dplace's own process, where its
+  // limit could not be enforced.
+  std::string not_started;
 };
 
 // CBC runs in a child process, stopped when it is still running at overrun_deadline(time_limit_s)
@@ -64,8 +68,8 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
 // "CBC was stopped after S s: it ran past its L s limit inside an LP solve, where it does not
 // check the clock", for a result with stopped_past_limit.
 std::string milp_overrun_note(double time_limit_s, double seconds);
-// Why a solve returned no solution (r.values empty, not infeasible): stopped past its limit, at
-// its limit, or ended early (e.g. a program with nothing to decide) after r.seconds.
+// Why a solve returned no solution (r.values empty, not infeasible): its process could not start,
+// stopped past its limit, at its limit, or ended early (e.g. a program with nothing to decide) after r.seconds.
 std::string milp_no_solution_note(const MilpResult& r, double time_limit_s);
 
 }  // namespace dplace

@@ -134,10 +134,16 @@ SctLpSolution solve_sct_lp(const SctLpProblem& problem, double time_limit_s) {
       stopped.status = "time limit reached; Clp was stopped inside its presolve";
       return stopped;
     }
+    case ForkedRun::Outcome::kNotStarted: {
+      // Solving here instead would lose the hard limit (the presolve ran for minutes).
+      SctLpSolution not_started;
+      not_started.status = "Clp's process could not start: " + run.problem;
+      return not_started;
+    }
     case ForkedRun::Outcome::kFailed:
       break;
   }
-  // No child (fork failed) or it died: solve here, so that a failure shows as it happens.
+  // The child died: solve here, so that a failure shows as it happens.
   return solve_here(problem, time_limit_s);
 }
 

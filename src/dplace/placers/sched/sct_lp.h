@@ -43,6 +43,7 @@ struct SctLpSolution {
 // Stops after time_limit_s seconds of wall time (then not optimal, status "time limit reached").
 // Clp runs in a child process, stopped when its presolve, which does not check the clock, is still
 // running at overrun_deadline(time_limit_s) (core/run_forked.h): then time_limit_reached and no x.
+// When that process cannot start (no pipe, no fork), not optimal, no x, and the status says why.
 // REQUIRES: time_limit_s > 0.
 SctLpSolution solve_sct_lp(const SctLpProblem& problem, double time_limit_s);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "dplace/core/limited_child.h"
+
 namespace dplace {
 namespace {
 
@@ -52,6 +54,20 @@ TEST(SctLpTest, StopsAtItsTimeLimit) {
   EXPECT_EQ(limited.status, "time limit reached");
   const SctLpSolution full = solve_sct_lp(p, 60);
   EXPECT_TRUE(full.optimal) << full.status;
+}
+
+// When Clp's process cannot start, the LP is not solved (m-sct is then m-etf and its note says
+// why): solving in this process instead ran past the time limit for minutes.
+TEST(SctLpTest, NoProcessForClpIsAnUnsolvedLp) {
+  const int status = testing::exit_status_without_free_descriptors([] {
+    const SctLpProblem p{{1.0, 1.0, 1.0}, {{0, 1, 5.0}, {1, 2, 5.0}}};
+    const SctLpSolution s = solve_sct_lp(p, 60);
+    if (s.optimal || !s.x.empty()) return 1;
+    return s.status == "Clp's process could not start: cannot create a pipe: Too many open files"
+               ? 0
+               : 2;
+  });
+  EXPECT_EQ(status, 0) << "1: solved, 2: another status";
 }
 
 }  // namespace
