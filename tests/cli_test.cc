@@ -559,6 +559,21 @@ bool process_group_ended(pid_t pgid) {
   return true;
 }
 
+// LibTorch's libraries that cannot be mapped under an address-space limit are lack of memory,
+// exit 3, not a missing module (exit 2 with a hint to set DPLACE_RL_TORCH_MODULE).
+TEST(CliTest, NoMemoryToLoadLibTorchIsExit3) {
+  const RunResult r =
+      run("place two_tower --cluster paper-k80x2 --placer rl --samples 8 --param batch=8 "
+          "--param polish=0",
+          "ulimit -v 450000; timeout 60");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find("placer 'rl': out of host memory loading its LibTorch module"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("DPLACE_RL_TORCH_MODULE"), std::string::npos) << r.err;
+}
+
 // A measurement runs in a process group of its own, which Ctrl-C does not reach: a dplace
 // interrupted or killed left it running to its end (a real training run, perhaps). SIGTERM (and
 // SIGINT, SIGHUP) now kill the measurements' groups, then end dplace as before.

@@ -80,11 +80,25 @@ const TorchModuleApi* try_load_one_blas_thread(const std::string& path, std::str
   return api;
 }
 
+// Whether the loader's message says memory ran out (an address-space limit): "failed to map
+// segment from shared object", "cannot allocate memory".
+bool out_of_memory(const std::string& why) {
+  return why.find("failed to map segment") != std::string::npos ||
+         why.find("annot allocate memory") != std::string::npos;
+}
+
 const TorchModuleApi* load_or_explain(std::string& failure) {
   std::string tried;
   for (const std::string& path : candidate_paths()) {
     std::string why;
     if (const TorchModuleApi* api = try_load_one_blas_thread(path, why)) return api;
+    if (out_of_memory(why)) {
+      // Not a missing or wrong module: no hint about DPLACE_RL_TORCH_MODULE, and exit 3.
+      throw std::system_error(
+          std::make_error_code(std::errc::not_enough_memory),
+          fmt::format("placer 'rl': out of host memory loading its LibTorch module {} ({})", path,
+                      why));
+    }
     tried += fmt::format("{}{}: {}", tried.empty() ? "" : "; ", path, why);
   }
   failure = fmt::format(
