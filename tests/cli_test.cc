@@ -576,16 +576,18 @@ TEST(CliTest, NoMemoryToLoadLibTorchIsExit3) {
 
 // A measurement runs in a process group of its own, which Ctrl-C does not reach: a dplace
 // interrupted or killed left it running to its end (a real training run, perhaps). SIGTERM (and
-// SIGINT, SIGHUP) now kill the measurements' groups, then end dplace as before.
+// SIGINT, SIGHUP) now kill the measurements' groups and remove their placement files, then end
+// dplace as before.
 TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
   const fs::path group_file = temp_dir() / "measure_pgid.txt";
   const fs::path pid_file = temp_dir() / "dplace_pid.txt";
+  const fs::path placement_file = temp_dir() / "measure_placement.txt";
   fs::remove(group_file);
   const std::string command =
       std::string(DPLACE_BINARY) +
       " place two_tower --cluster paper-k80x2 --placer rl --samples 8 --param batch=8 "
-      "--param polish=0 --measure-cmd 'echo $$ > " +
-      group_file.string() +
+      "--param polish=0 --measure-cmd 'echo {placement} > " +
+      placement_file.string() + "; echo $$ > " + group_file.string() +
       "; sleep 60; echo 0.01 # {placement}' >/dev/null 2>&1 </dev/null & echo $! > " +
       pid_file.string();
   ASSERT_EQ(std::system(command.c_str()), 0);
@@ -606,6 +608,12 @@ TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
   }
   EXPECT_TRUE(ended) << "the measurement outlived dplace";
   if (!ended) kill(-measurement_group, SIGKILL);
+  // Its placement file in TMPDIR is gone too.
+  std::string placement = read_all(placement_file);
+  while (!placement.empty() && placement.back() == '\n') placement.pop_back();
+  ASSERT_FALSE(placement.empty());
+  EXPECT_FALSE(fs::exists(placement)) << placement;
+  fs::remove(placement);
 }
 #endif
 

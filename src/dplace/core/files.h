@@ -27,7 +27,9 @@ void check_input_path(const std::string& path);
 // renamed over it: a failed write (a full disk, a file-size limit, a kill) keeps the previous file,
 // and two runs writing one path leave one whole file, not a mix. A symbolic link is followed (the
 // file it names is replaced, the link stays). A device or a FIFO (/dev/null, /dev/stdout) is
-// written in place. Returns "" on success, else the reason ("No space left on device").
+// written in place, and so is an existing file in a directory where no new file may be created
+// (permission, read-only file system). Returns "" on success, else the reason ("No space left on
+// device").
 std::string write_file_whole(const std::string& path, std::string_view bytes);
 
 }  // namespace dplace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,6 +77,45 @@ TEST(WriteFileWholeTest, AFailedWriteKeepsThePreviousFile) {
   EXPECT_EQ(why, "File too large");
   EXPECT_EQ(read_all(file), "old content");
   EXPECT_EQ(names_in(dir), std::vector<std::string>{"trace.json"});
+}
+
+// A file the user may write, in a directory where they may not create one, is written in place
+// (refusing it would break `-o` where it worked). Root may create files anywhere, so as root the
+// write runs in a child process as nobody.
+TEST(WriteFileWholeTest, AWritableFileInAClosedDirectoryIsWrittenInPlace) {
+  // nobody must reach the directory through the scratch directory (0700).
+  fs::permissions(scratch_dir(), fs::perms::group_exec | fs::perms::others_exec,
+                  fs::perm_options::add);
+  const fs::path dir = fresh_dir("closed");
+  const fs::path file = dir / "p.json";
+  ASSERT_EQ(write_file_whole(file.string(), "old"), "");
+  fs::permissions(file, fs::perms::all & ~fs::perms::others_exec & ~fs::perms::group_exec &
+                            ~fs::perms::owner_exec);  // 0666
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);  // 0755
+  auto check = [&] {
+    if (::access(dir.c_str(), W_OK) == 0) return 2;  // could create files after all
+    return write_file_whole(file.string(), "new") == "" ? 0 : 1;
+  };
+  int status = 0;
+  if (::getuid() != 0) {
+    fs::permissions(dir, fs::perms::owner_write, fs::perm_options::remove);
+    status = check();
+    fs::permissions(dir, fs::perms::owner_write, fs::perm_options::add);
+  } else {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+      _exit(check());
+    }
+    int wait_status = 0;
+    ASSERT_EQ(waitpid(child, &wait_status, 0), child);
+    status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 100;
+  }
+  if (status == 3) GTEST_SKIP() << "cannot become nobody";
+  EXPECT_EQ(status, 0) << "1: refused, 2: the directory was writable";
+  EXPECT_EQ(read_all(file), "new");
 }
 
 TEST(WriteFileWholeTest, ALinkIsFollowedAndKept) {

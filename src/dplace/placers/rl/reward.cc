@@ -73,20 +73,29 @@ bool read_some(int fd, std::string& text) {
   return true;
 }
 
-// The process groups of the measurements running now. A measurement runs in a group of its own
-// (so that a timeout kills everything it started), which a terminal's Ctrl-C does not reach: when
-// dplace was interrupted or killed, the measurement (a real training run, perhaps on GPUs) went on
-// to its end. SIGINT, SIGTERM and SIGHUP now kill these groups, then end dplace as the signal
-// would have. (SIGKILL cannot be caught; a signal in the microseconds between a start and its
-// registration misses that group.)
-constexpr size_t kMaxMeasurementGroups = 1024;
-std::atomic<pid_t> running_groups[kMaxMeasurementGroups];
+// The measurements running now: their process groups and placement files. A measurement runs in
+// a group of its own (so that a timeout kills everything it started), which a terminal's Ctrl-C
+// does not reach: when dplace was interrupted or killed, the measurement (a real training run,
+// perhaps on GPUs) went on to its end, and its placement file stayed in TMPDIR. SIGINT, SIGTERM
+// and SIGHUP now kill these groups and remove their files, then end dplace as the signal would
+// have. (SIGKILL cannot be caught; a signal in the microseconds between a start and its
+// registration misses that measurement.) One slot per measurement that may run at once: rl's
+// worker threads are at most 256.
+struct RunningMeasurement {
+  std::atomic<pid_t> pgid{0};  // 0: free; -1: being filled in; else the group
+  char placement_path[512] = {};
+};
+constexpr size_t kMaxRunningMeasurements = 256;
+RunningMeasurement running_measurements[kMaxRunningMeasurements];
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
+// Only async-signal-safe calls: kill, unlink, sigaction, raise.
 void kill_measurements_then_die(int signal_number) {
-  for (std::atomic<pid_t>& group : running_groups) {
-    const pid_t pgid = group.load();
-    if (pgid > 0) kill(-pgid, SIGKILL);
+  for (RunningMeasurement& m : running_measurements) {
+    const pid_t pgid = m.pgid.load();
+    if (pgid <= 0) continue;
+    kill(-pgid, SIGKILL);
+    if (m.placement_path[0] != '\0') unlink(m.placement_path);
   }
   struct sigaction default_action {};
   default_action.sa_handler = SIG_DFL;
@@ -113,36 +122,40 @@ void forward_signals_to_measurements() {
   });
 }
 
-// A slot of running_groups for one measurement's group, freed when it ends. With every slot taken
-// (more than 1,024 measurements at once) the group is not registered.
-class RegisteredGroup {
+// A slot of running_measurements for one measurement, freed when it ends. With every slot taken
+// the measurement is not registered; a path too long for the slot is not removed by the handler.
+class RegisteredMeasurement {
  public:
-  explicit RegisteredGroup(pid_t pgid) {
-    for (std::atomic<pid_t>& group : running_groups) {
+  RegisteredMeasurement(pid_t pgid, const std::string& placement_path) {
+    for (RunningMeasurement& m : running_measurements) {
       pid_t empty = 0;
-      if (group.compare_exchange_strong(empty, pgid)) {
-        slot_ = &group;
-        return;
-      }
+      if (!m.pgid.compare_exchange_strong(empty, -1)) continue;
+      const bool fits = placement_path.size() < sizeof m.placement_path;
+      std::memcpy(m.placement_path, placement_path.c_str(), fits ? placement_path.size() + 1 : 1);
+      if (!fits) m.placement_path[0] = '\0';
+      m.pgid.store(pgid);
+      slot_ = &m;
+      return;
     }
   }
-  ~RegisteredGroup() {
-    if (slot_) slot_->store(0);
+  ~RegisteredMeasurement() {
+    if (slot_) slot_->pgid.store(0);
   }
-  RegisteredGroup(const RegisteredGroup&) = delete;
-  RegisteredGroup& operator=(const RegisteredGroup&) = delete;
+  RegisteredMeasurement(const RegisteredMeasurement&) = delete;
+  RegisteredMeasurement& operator=(const RegisteredMeasurement&) = delete;
 
  private:
-  std::atomic<pid_t>* slot_ = nullptr;
+  RunningMeasurement* slot_ = nullptr;
 };
 
 // Runs `command` with /bin/sh -c in a process group of its own, collecting the ends of its
 // standard output and standard error, and kills the group (SIGKILL) at `deadline`. The run ends
 // when the shell exits: what is then in the pipes is read, and the processes it left running in
-// its group (which may hold the pipes open) are killed. Throws ConfigError when the command cannot
-// be started.
+// its group (which may hold the pipes open) are killed. While it runs, a SIGINT, SIGTERM or SIGHUP
+// kills its group and removes placement_path (running_measurements). Throws ConfigError when the
+// command cannot be started.
 CommandRun run_command(const std::string& command, std::chrono::steady_clock::time_point deadline,
-                       const std::string& described) {
+                       const std::string& described, const std::string& placement_path) {
   int out_fds[2];
   int err_fds[2];
   if (pipe2(out_fds, O_CLOEXEC) != 0) {
@@ -178,7 +191,7 @@ CommandRun run_command(const std::string& command, std::chrono::steady_clock::ti
     throw ConfigError(
         fmt::format("measure-cmd '{}': cannot start: {}", described, std::strerror(spawned)));
   }
-  const RegisteredGroup registered(pid);
+  const RegisteredMeasurement registered(pid, placement_path);
   CommandRun run;
   pollfd streams[2] = {{.fd = out_fds[0], .events = POLLIN, .revents = 0},
                        {.fd = err_fds[0], .events = POLLIN, .revents = 0}};
@@ -311,7 +324,7 @@ class CommandRewardSource final : public RewardSource {
     }
     CommandRun ran;
     try {
-      ran = run_command(command, deadline, command_);
+      ran = run_command(command, deadline, command_, path);
     } catch (...) {
       std::remove(path.c_str());
       throw;
