@@ -467,6 +467,15 @@ TEST(CliTest, AnOutputFileThatCannotBeWrittenKeepsThePreviousOne) {
   EXPECT_EQ(read_all(trace), "previous");
 }
 
+// `-o /dev/stdout` into a pipe is written in place: following the link to "pipe:[N]" failed.
+TEST(CliTest, APlacementOnStandardOutputReachesAPipe) {
+  const RunResult r = run_redirected(
+      "place two_tower --cluster paper-k80x2 --placer heft -o /dev/stdout 2>" + err_file().string(),
+      "| cat >" + out_file().string() + "; :", "");  // run_redirected's </dev/null goes to ':'
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("\"assignment\""), std::string::npos) << r.out;
+}
+
 // A path the file system cannot look at used to end the process (filesystem_error, exit 134).
 TEST(CliTest, ALoopOfLinksIsOneLineExit2) {
   const fs::path loop = temp_dir() / "loop_a";
@@ -510,7 +519,8 @@ TEST(CliTest, AnErrorLineIsCutAt2000Characters) {
   const RunResult r = run("place two_tower --cluster " + cluster.string() + " --placer heft");
   expect_one_line_error(r, "invalid JSON");
   EXPECT_LT(r.err.size(), 2100u);
-  EXPECT_NE(r.err.find("... ("), std::string::npos) << r.err.substr(0, 100);
+  EXPECT_NE(r.err.find("... (48"), std::string::npos) << r.err.substr(0, 100);
+  EXPECT_NE(r.err.find(" more bytes)"), std::string::npos) << r.err.substr(0, 100);
 }
 
 #ifdef DPLACE_WITH_TORCH
@@ -593,7 +603,16 @@ TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
   ASSERT_EQ(std::system(command.c_str()), 0);
   const pid_t dplace_pid = std::stoi(read_all(pid_file));
   pid_t measurement_group = 0;
-  for (int i = 0; i < 300 && measurement_group == 0; ++i) {
+  // Whatever fails below, nothing is left running.
+  struct KillOnExit {
+    const pid_t& dplace;
+    const pid_t& group;
+    ~KillOnExit() {
+      kill(dplace, SIGKILL);
+      if (group > 0) kill(-group, SIGKILL);
+    }
+  } kill_on_exit{dplace_pid, measurement_group};
+  for (int i = 0; i < 1500 && measurement_group == 0; ++i) {  // 30 s for LibTorch to load
     const std::string text = read_all(group_file);
     if (!text.empty() && text.back() == '\n') measurement_group = std::stoi(text);
     if (measurement_group == 0) usleep(20000);
@@ -607,7 +626,6 @@ TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
     if (!ended) usleep(20000);
   }
   EXPECT_TRUE(ended) << "the measurement outlived dplace";
-  if (!ended) kill(-measurement_group, SIGKILL);
   // Its placement file in TMPDIR is gone too.
   std::string placement = read_all(placement_file);
   while (!placement.empty() && placement.back() == '\n') placement.pop_back();

@@ -31,8 +31,9 @@ std::string one_line(const std::string& what) {
   // A message may quote its input: a 200-million-digit number in a cluster file made a 200 MB line.
   constexpr size_t kMaxShown = 2000;
   if (out.size() > kMaxShown) {
-    const size_t cut = out.size() - kMaxShown;
-    out = fmt::format("{}... ({} more characters)", out.substr(0, kMaxShown), cut);
+    size_t keep = kMaxShown;  // not inside a UTF-8 character
+    while (keep > 0 && (static_cast<unsigned char>(out[keep]) & 0xC0) == 0x80) --keep;
+    out = fmt::format("{}... ({} more bytes)", out.substr(0, keep), out.size() - keep);
   }
   return out;
 }
@@ -94,7 +95,8 @@ int main(int argc, char** argv) {
     // A path the file system cannot look at (a loop of links, a name too long) that no check
     // caught before.
     dplace::cli::drop_input_warnings();
-    dplace::print_to_stderr("dplace: {}: {}\n", e.path1().string(), e.code().message());
+    dplace::print_to_stderr("dplace: {}\n",
+                            one_line(e.path1().string() + ": " + e.code().message()));
     return 2;
   } catch (const std::system_error& e) {
     // fmt::print throws it when standard output refuses a write (a full disk, a closed

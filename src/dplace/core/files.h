@@ -23,12 +23,14 @@ std::string path_status_problem(const std::string& path);
 void check_input_path(const std::string& path);
 
 // Writes `bytes` to `path` whole or not at all. A regular file, or a new one, is written into a
-// new file beside it ("<path>.tmp-<pid>-<n>", with the old file's permissions) that is then
-// renamed over it: a failed write (a full disk, a file-size limit, a kill) keeps the previous file,
-// and two runs writing one path leave one whole file, not a mix. A symbolic link is followed (the
-// file it names is replaced, the link stays). A device or a FIFO (/dev/null, /dev/stdout) is
-// written in place, and so is an existing file in a directory where no new file may be created
-// (permission, read-only file system). Returns "" on success, else the reason ("No space left on
+// new file beside it ("<path>.tmp-<pid>-<n>", with the old file's permissions, and its owner and
+// group when allowed) that is then renamed over it: a failed write (a full disk, a file-size
+// limit, a kill) keeps the previous file, and two runs writing one path leave one whole file, not
+// a mix. Symbolic links are followed (the file a link names is replaced or created; the link
+// stays). Written in place instead, as an ofstream would: a device, FIFO or pipe (/dev/null,
+// /dev/stdout), a file with other hard links, and an existing file that cannot be replaced (a
+// directory that refuses new files, a sticky directory holding another user's file, a mount point,
+// a name too long for the suffix). Returns "" on success, else the reason ("No space left on
 // device").
 std::string write_file_whole(const std::string& path, std::string_view bytes);
 

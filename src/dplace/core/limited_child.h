@@ -11,7 +11,7 @@
 
 #include <functional>
 
-namespace dplace::testing {
+namespace dplace::limited_child {
 
 // Runs check() in a child that may open no further file descriptor (its RLIMIT_NOFILE is its
 // lowest free descriptor number), so pipe() and open() fail with EMFILE. Returns the child's exit
@@ -41,4 +41,4 @@ inline int exit_status_without_free_descriptors(const std::function<int()>& chec
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-}  // namespace dplace::testing
+}  // namespace dplace::limited_child

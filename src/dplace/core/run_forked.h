@@ -6,6 +6,11 @@
 // (docs/pipeline.md, docs/placers.md). The child computes the same thing the caller would, on a
 // copy-on-write image of the process, and sends back the bytes work() returns.
 //
+// The child is killed with the parent (PR_SET_PDEATHSIG; strictly, when the calling thread ends,
+// which cannot happen while run_forked waits for it). When no pipe or no process can be made, the
+// outcome is kNotStarted: callers do not then run the work in their own process, where the hard
+// limit could not be kept.
+//
 // REQUIRES: work() needs nothing that another thread of the caller's process holds (the child
 // has only the calling thread), and writes nothing the parent reads back except its return value.
 // Thread safety: may be called from any thread; each call forks once.
@@ -26,7 +31,7 @@ namespace dplace {
 
 struct ForkedRun {
   enum class Outcome {
-    kFinished,  // work() returned; `output` holds its bytes
+    kFinished,    // work() returned; `output` holds its bytes
     kTimedOut,    // still running at the deadline: killed
     kNotStarted,  // no pipe or no fork (the system refused the resource): `problem` says which
     kFailed,      // the child died (a crash, an exception): `problem` says how

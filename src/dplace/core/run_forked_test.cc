@@ -66,7 +66,7 @@ TEST(RunForkedTest, TheChildSeesTheParentsMemory) {
 // No pipe (or no fork) is kNotStarted, which callers do not answer by solving in their own
 // process (where the solver's limit could not be enforced).
 TEST(RunForkedTest, NoPipeIsNotStarted) {
-  const int status = testing::exit_status_without_free_descriptors([] {
+  const int status = limited_child::exit_status_without_free_descriptors([] {
     const ForkedRun run =
         run_forked([] { return std::string("ran"); }, Clock::now() + std::chrono::seconds(30));
     if (run.outcome != ForkedRun::Outcome::kNotStarted) return 1;

@@ -20,6 +20,9 @@ ThreadPool::ThreadPool(size_t num_threads) {
     stop_and_join();
     throw std::system_error(e.code(), fmt::format("cannot start worker thread {} of {}",
                                                   threads_.size() + 1, num_workers_ - 1));
+  } catch (...) {  // std::bad_alloc from the vector or the thread's state
+    stop_and_join();
+    throw;
   }
 }
 

@@ -19,7 +19,7 @@ namespace {
 
 // A pool whose threads cannot all start throws, having stopped the ones that did: destroying the
 // condition variable they waited on hung the process. In a child process whose address space
-// leaves room for a few thread stacks (8 MiB each) but not 255.
+// leaves 16 MiB: room for a few thread stacks (8 MiB each by default) but not 255.
 TEST(ThreadPoolTest, AThreadThatCannotStartIsAnErrorNotAHang) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit allows";
@@ -31,7 +31,7 @@ TEST(ThreadPoolTest, AThreadThatCannotStartIsAnErrorNotAHang) {
     size_t pages = 0;
     statm >> pages;
     const rlim_t used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
-    const rlimit limit{.rlim_cur = used + (64u << 20), .rlim_max = RLIM_INFINITY};
+    const rlimit limit{.rlim_cur = used + (16u << 20), .rlim_max = RLIM_INFINITY};
     if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
     try {
       ThreadPool pool(256);

@@ -277,20 +277,23 @@ void render_with_graphviz(const std::string& text, const std::string& format,
         "graphviz or write a .dot file instead",
         path, format, options.dot_program));
   }
-  auto [dot_path, dot_fd] = make_temp_file(".dot");
-  ::close(dot_fd);
-  // Graphviz renders into a temporary file, written to `path` whole once it has succeeded: a
-  // failed or killed render does not leave half a picture over the previous one.
-  auto [rendered_path, rendered_fd] = make_temp_file("." + format);
-  ::close(rendered_fd);
-  auto [err_path, err_fd] = make_temp_file(".err");
-  struct Cleanup {
+  struct Cleanup {  // removes every temporary file made, whatever fails later
     std::vector<std::string> paths;
     ~Cleanup() {
       std::error_code ec;
       for (const std::string& p : paths) std::filesystem::remove(p, ec);
     }
-  } cleanup{{dot_path, rendered_path, err_path}};
+  } cleanup;
+  auto [dot_path, dot_fd] = make_temp_file(".dot");
+  cleanup.paths.push_back(dot_path);
+  ::close(dot_fd);
+  // Graphviz renders into a temporary file, written to `path` whole once it has succeeded: a
+  // failed or killed render does not leave half a picture over the previous one.
+  auto [rendered_path, rendered_fd] = make_temp_file("." + format);
+  cleanup.paths.push_back(rendered_path);
+  ::close(rendered_fd);
+  auto [err_path, err_fd] = make_temp_file(".err");
+  cleanup.paths.push_back(err_path);
   try {
     write_text_file(dot_path, text);
   } catch (...) {

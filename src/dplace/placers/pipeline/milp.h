@@ -69,7 +69,8 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
 // check the clock", for a result with stopped_past_limit.
 std::string milp_overrun_note(double time_limit_s, double seconds);
 // Why a solve returned no solution (r.values empty, not infeasible): its process could not start,
-// stopped past its limit, at its limit, or ended early (e.g. a program with nothing to decide) after r.seconds.
+// stopped past its limit, at its limit, or ended early (e.g. a program with nothing to decide)
+// after r.seconds.
 std::string milp_no_solution_note(const MilpResult& r, double time_limit_s);
 
 }  // namespace dplace

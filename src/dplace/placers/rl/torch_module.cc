@@ -81,10 +81,15 @@ const TorchModuleApi* try_load_one_blas_thread(const std::string& path, std::str
 }
 
 // Whether the loader's message says memory ran out (an address-space limit): "failed to map
-// segment from shared object", "cannot allocate memory".
+// segment from shared object" (with no other reason: on a noexec mount it ends "Operation not
+// permitted") or "Cannot allocate memory", but not glibc's "cannot allocate memory in static TLS
+// block", which is no lack of memory.
 bool out_of_memory(const std::string& why) {
-  return why.find("failed to map segment") != std::string::npos ||
-         why.find("annot allocate memory") != std::string::npos;
+  if (why.find("static TLS") != std::string::npos) return false;
+  if (why.find("Cannot allocate memory") != std::string::npos) return true;
+  return why.find("failed to map segment") != std::string::npos &&
+         why.find("not permitted") == std::string::npos &&
+         why.find("ermission denied") == std::string::npos;
 }
 
 const TorchModuleApi* load_or_explain(std::string& failure) {

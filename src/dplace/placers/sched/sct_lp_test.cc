@@ -59,7 +59,7 @@ TEST(SctLpTest, StopsAtItsTimeLimit) {
 // When Clp's process cannot start, the LP is not solved (m-sct is then m-etf and its note says
 // why): solving in this process instead ran past the time limit for minutes.
 TEST(SctLpTest, NoProcessForClpIsAnUnsolvedLp) {
-  const int status = testing::exit_status_without_free_descriptors([] {
+  const int status = limited_child::exit_status_without_free_descriptors([] {
     const SctLpProblem p{{1.0, 1.0, 1.0}, {{0, 1, 5.0}, {1, 2, 5.0}}};
     const SctLpSolution s = solve_sct_lp(p, 60);
     if (s.optimal || !s.x.empty()) return 1;
