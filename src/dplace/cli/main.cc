@@ -1,13 +1,16 @@
 // dplace: find fast device placements for neural-network graphs. See README.md and docs/cli.md
 // for the command surface.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <new>
 #include <string>
 #include <system_error>
 
@@ -48,9 +51,28 @@ bool stdout_written(std::string& why) {
   return false;
 }
 
+// Out of memory where no handler can catch it still ends the run as out of memory (exit 3, one
+// line): a library's static initializer that throws while LibTorch loads (`ulimit -v 700000`), or
+// a destructor that allocates while a parse that ran out of memory unwinds. Anything else aborts
+// as before.
+[[noreturn]] void terminate_out_of_memory_as_exit_3() {
+  if (const std::exception_ptr current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const std::bad_alloc&) {
+      static constexpr char kLine[] = "dplace: out of host memory\n";
+      static_cast<void>(::write(STDERR_FILENO, kLine, sizeof kLine - 1));
+      std::_Exit(3);
+    } catch (...) {
+    }
+  }
+  std::abort();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_terminate(terminate_out_of_memory_as_exit_3);
   CLI::App app{"dplace: device placement for neural-network computation graphs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dplace 0.1.0");
