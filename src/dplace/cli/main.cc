@@ -41,14 +41,14 @@ std::string one_line(const std::string& what) {
   return out;
 }
 
-// Whether everything printed on standard output reached it: a full disk or a closed descriptor
-// only shows when the buffer is flushed, and a run whose report was lost must not exit 0.
-bool stdout_written(std::string& why) {
+// Why what was printed on standard output did not all reach it ("" when it did): a full disk or
+// a closed descriptor only shows when the buffer is flushed, and a run whose report was lost must
+// not exit 0.
+std::string stdout_problem() {
   errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
-  if (flushed && !std::ferror(stdout)) return true;
-  why = errno != 0 ? std::strerror(errno) : "write error";
-  return false;
+  if (flushed && !std::ferror(stdout)) return "";
+  return errno != 0 ? std::strerror(errno) : "write error";
 }
 
 // Out of memory where no handler can catch it still ends the run as out of memory (exit 3, one
@@ -132,8 +132,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   dplace::cli::print_input_warnings();
-  std::string why;
-  if (!stdout_written(why)) {
+  if (const std::string why = stdout_problem(); !why.empty()) {
     dplace::print_to_stderr("dplace: standard output: cannot write ({})\n", why);
     return 2;
   }

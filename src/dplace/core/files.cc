@@ -33,9 +33,6 @@ void check_input_path(const std::string& path) {
   if (fs::is_directory(path, ec)) throw FormatError(path + ": is a directory, not a file");
 }
 
-namespace {
-
-// Writes all of `bytes` to `fd`; false with errno set on failure.
 bool write_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
@@ -48,11 +45,9 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-std::string errno_text() { return std::strerror(errno); }
-
-}  // namespace
-
 namespace {
+
+std::string errno_text() { return std::strerror(errno); }
 
 // Truncates `path` (creating it if need be) and writes `bytes` to it; "" or the reason.
 std::string write_in_place(const std::string& path, std::string_view bytes) {

@@ -22,6 +22,10 @@ std::string path_status_problem(const std::string& path);
 // path_status_problem says the path cannot be looked at.
 void check_input_path(const std::string& path);
 
+// Writes all of `bytes` to the descriptor `fd`, retrying short writes and EINTR. False on failure,
+// with errno set.
+bool write_all(int fd, std::string_view bytes);
+
 // Writes `bytes` to `path` whole or not at all. A regular file, or a new one, is written into a
 // new file beside it ("<path>.tmp-<pid>-<n>", with the old file's permissions, and its owner and
 // group when allowed) that is then renamed over it: a failed write (a full disk, a file-size

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "dplace/core/error.h"
+#include "dplace/core/limited_child.h"
 #include "dplace/core/scratch_dir.h"
 
 namespace dplace {
@@ -104,15 +104,10 @@ TEST(WriteFileWholeTest, AWritableFileInAClosedDirectoryIsWrittenInPlace) {
     status = check();
     fs::permissions(dir, fs::perms::owner_write, fs::perm_options::add);
   } else {
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
-      _exit(check());
-    }
-    int wait_status = 0;
-    ASSERT_EQ(waitpid(child, &wait_status, 0), child);
-    status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 100;
+    status = limited_child::exit_status_in_child([&] {
+      if (setgid(65534) != 0 || setuid(65534) != 0) return 3;
+      return check();
+    });
   }
   if (status == 3) GTEST_SKIP() << "cannot become nobody, or nobody cannot reach the directory";
   EXPECT_EQ(status, 0) << "1: refused, 2: the directory was writable";

@@ -11,20 +11,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "dplace/core/files.h"
+
 namespace dplace {
 namespace {
-
-// In the child: writes all of `bytes` to fd; false when the pipe failed.
-bool write_all(int fd, const std::string& bytes) {
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    written += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 std::string describe_status(int status) {
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));

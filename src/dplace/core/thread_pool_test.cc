@@ -1,9 +1,7 @@
 #include "dplace/core/thread_pool.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +11,8 @@
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include "dplace/core/limited_child.h"
 
 namespace dplace {
 namespace {
@@ -24,38 +24,27 @@ TEST(ThreadPoolTest, AThreadThatCannotStartIsAnErrorNotAHang) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit allows";
 #else
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::ifstream statm("/proc/self/statm");
-    size_t pages = 0;
-    statm >> pages;
-    const rlim_t used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
-    const rlimit limit{.rlim_cur = used + (16u << 20), .rlim_max = RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
-    try {
-      ThreadPool pool(256);
-      _exit(11);  // every thread started: the limit did not bite
-    } catch (const std::system_error& e) {
-      const bool named = std::string(e.what()).find("cannot start worker thread") == 0;
-      _exit(named ? 0 : 12);
-    } catch (...) {
-      _exit(13);
-    }
-  }
-  int status = 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (waitpid(child, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
-      FAIL() << "the pool hung when a thread could not start";
-    }
-    usleep(10000);
-  }
-  ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit failed, 11: no failure, 12: message, 13: "
-                                       "another exception";
+  const int status = limited_child::exit_status_in_child(
+      [] {
+        std::ifstream statm("/proc/self/statm");
+        size_t pages = 0;
+        statm >> pages;
+        const rlim_t used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
+        if (!limited_child::set_soft_limit(RLIMIT_AS, used + (16u << 20))) return 10;
+        try {
+          ThreadPool pool(256);
+          return 11;  // every thread started: the limit did not bite
+        } catch (const std::system_error& e) {
+          return std::string(e.what()).find("cannot start worker thread") == 0 ? 0 : 12;
+        } catch (...) {
+          return 13;
+        }
+      },
+      std::chrono::seconds(20));
+  if (status == limited_child::kTimedOut) FAIL() << "the pool hung when a thread could not start";
+  ASSERT_LT(status, 128) << "child killed by signal " << status - 128;
+  EXPECT_EQ(status, 0) << "10: setrlimit failed, 11: no failure, 12: message, 13: "
+                          "another exception";
 #endif
 }
 

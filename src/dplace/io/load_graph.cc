@@ -75,8 +75,8 @@ bool looks_like_onnx(std::string_view head) {
          (first == 0xa2 || first == 0xca);
 }
 
+// REQUIRES: check_input_path(path) passed (load_graph_file).
 std::string read_head(const std::string& path) {
-  check_input_path(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(path + ": cannot open (missing or unreadable file)");
   std::string head;

@@ -1,12 +1,10 @@
 #include "dplace/placers/pipeline/ideals.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <set>
 
+#include "dplace/core/limited_child.h"
 #include "dplace/placers/pipeline/test_problems.h"
 
 namespace dplace {
@@ -44,20 +42,13 @@ TEST(IdealLatticeTest, ALongChainNeedsNoDeepStack) {
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   for (uint32_t u = 0; u + 1 < 20000; ++u) edges.emplace_back(u, u + 1);
   const UnitDag dag = dag_of(20000, edges);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    rlimit stack{};
-    getrlimit(RLIMIT_STACK, &stack);
-    stack.rlim_cur = 512 * 1024;
-    if (setrlimit(RLIMIT_STACK, &stack) != 0) _exit(2);
+  const int status = limited_child::exit_status_in_child([&] {
+    if (!limited_child::set_soft_limit(RLIMIT_STACK, 512 * 1024)) return 2;
     const auto lat = IdealLattice::build(dag, 100000);
-    _exit(lat.has_value() && lat->size() == 20001u ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+    return lat.has_value() && lat->size() == 20001u ? 0 : 1;
+  });
+  ASSERT_LT(status, 128) << "killed by signal " << status - 128;
+  EXPECT_EQ(status, 0);
 }
 
 TEST(IdealLatticeTest, AntichainHasEverySubset) {
