@@ -593,11 +593,14 @@ TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
   const fs::path pid_file = temp_dir() / "dplace_pid.txt";
   const fs::path placement_file = temp_dir() / "measure_placement.txt";
   fs::remove(group_file);
+  fs::remove(placement_file);
+  // Several measurements run at once: each appends a whole line (one write), so that a shell
+  // killed between truncating a shared file and writing it cannot leave it empty.
   const std::string command =
       std::string(DPLACE_BINARY) +
       " place two_tower --cluster paper-k80x2 --placer rl --samples 8 --param batch=8 "
-      "--param polish=0 --measure-cmd 'echo {placement} > " +
-      placement_file.string() + "; echo $$ > " + group_file.string() +
+      "--param polish=0 --measure-cmd 'echo {placement} >> " +
+      placement_file.string() + "; echo $$ >> " + group_file.string() +
       "; sleep 60; echo 0.01 # {placement}' >/dev/null 2>&1 </dev/null & echo $! > " +
       pid_file.string();
   ASSERT_EQ(std::system(command.c_str()), 0);
@@ -614,7 +617,7 @@ TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
   } kill_on_exit{dplace_pid, measurement_group};
   for (int i = 0; i < 1500 && measurement_group == 0; ++i) {  // 30 s for LibTorch to load
     const std::string text = read_all(group_file);
-    if (!text.empty() && text.back() == '\n') measurement_group = std::stoi(text);
+    if (text.find('\n') != std::string::npos) measurement_group = std::stoi(text);
     if (measurement_group == 0) usleep(20000);
   }
   ASSERT_GT(measurement_group, 0) << "the measurement did not start";
@@ -626,9 +629,10 @@ TEST(CliTest, AKilledRlRunTakesItsMeasurementsWithIt) {
     if (!ended) usleep(20000);
   }
   EXPECT_TRUE(ended) << "the measurement outlived dplace";
-  // Its placement file in TMPDIR is gone too.
+  // Its placement file in TMPDIR is gone too (the first one listed: it was written before the
+  // group's line was read).
   std::string placement = read_all(placement_file);
-  while (!placement.empty() && placement.back() == '\n') placement.pop_back();
+  placement = placement.substr(0, placement.find('\n'));
   ASSERT_FALSE(placement.empty());
   EXPECT_FALSE(fs::exists(placement)) << placement;
   fs::remove(placement);
