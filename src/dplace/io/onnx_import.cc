@@ -55,12 +55,14 @@
 
 #include "dplace/core/error.h"
 #include "dplace/io/importers.h"
+#include "dplace/io/onnx_common.h"
+#include "dplace/io/onnx_newer_ops.h"
 #include "dplace/ir/training.h"
 
 namespace dplace {
 namespace {
 
-namespace ox = ::ONNX_NAMESPACE;
+using namespace onnx_detail;  // NOLINT(google-build-using-namespace): the importer's own helpers
 
 // Initializer payloads larger than this are not copied out of the file: only shape-like tensors
 // (small integer vectors) are ever needed by shape inference.
@@ -283,105 +285,7 @@ class WireFilter {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Tensor types.
-
-int64_t element_bytes(int32_t elem_type) {
-  switch (elem_type) {
-    case ox::TensorProto_DataType_FLOAT:
-    case ox::TensorProto_DataType_INT32:
-    case ox::TensorProto_DataType_UINT32:
-      return 4;
-    case ox::TensorProto_DataType_UINT8:
-    case ox::TensorProto_DataType_INT8:
-    case ox::TensorProto_DataType_BOOL:
-      return 1;
-    case ox::TensorProto_DataType_UINT16:
-    case ox::TensorProto_DataType_INT16:
-    case ox::TensorProto_DataType_FLOAT16:
-    case ox::TensorProto_DataType_BFLOAT16:
-      return 2;
-    case ox::TensorProto_DataType_INT64:
-    case ox::TensorProto_DataType_DOUBLE:
-    case ox::TensorProto_DataType_UINT64:
-    case ox::TensorProto_DataType_COMPLEX64:
-      return 8;
-    case ox::TensorProto_DataType_COMPLEX128:
-      return 16;
-    default:
-      return 0;  // STRING, UNDEFINED: no fixed size
-  }
-}
-
-bool is_integer_type(int32_t elem_type) {
-  switch (elem_type) {
-    case ox::TensorProto_DataType_UINT8:
-    case ox::TensorProto_DataType_INT8:
-    case ox::TensorProto_DataType_UINT16:
-    case ox::TensorProto_DataType_INT16:
-    case ox::TensorProto_DataType_INT32:
-    case ox::TensorProto_DataType_INT64:
-    case ox::TensorProto_DataType_UINT32:
-    case ox::TensorProto_DataType_UINT64:
-    case ox::TensorProto_DataType_BOOL:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Dimensions come from the file and may be anything, so products saturate instead of overflowing:
-// a zero dimension gives 0, a negative one -1 (callers reject it), and a product beyond int64's
-// range gives INT64_MAX (callers' size limits reject it).
-int64_t saturating_mul(int64_t a, int64_t b) {  // REQUIRES: a, b >= 0
-  int64_t n = 0;
-  return __builtin_mul_overflow(a, b, &n) ? std::numeric_limits<int64_t>::max() : n;
-}
-int64_t product(const std::vector<int64_t>& dims) {
-  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return 0;
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return -1;
-    n = saturating_mul(n, d);
-  }
-  return n;
-}
-
-// A tensor whose element type and every dimension are known.
-struct TensorInfo {
-  int32_t elem_type = 0;
-  std::vector<int64_t> dims;
-  double elements() const {
-    double n = 1;
-    for (int64_t d : dims) n *= static_cast<double>(d);
-    return n;
-  }
-  int64_t bytes() const {
-    const int64_t n = product(dims);
-    return n < 0 ? n : saturating_mul(n, element_bytes(elem_type));
-  }
-};
-
-std::optional<TensorInfo> known_tensor(const ox::TypeProto& type) {
-  if (!type.has_tensor_type()) return std::nullopt;
-  const auto& t = type.tensor_type();
-  if (t.elem_type() == 0 || !t.has_shape()) return std::nullopt;
-  TensorInfo info;
-  info.elem_type = t.elem_type();
-  for (const auto& d : t.shape().dim()) {
-    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
-    info.dims.push_back(d.dim_value());
-  }
-  return info;
-}
-
-ox::TypeProto tensor_type(int32_t elem_type, const std::vector<int64_t>& dims) {
-  ox::TypeProto type;
-  auto* t = type.mutable_tensor_type();
-  t->set_elem_type(elem_type);
-  auto* shape = t->mutable_shape();
-  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
-  return type;
-}
+// Tensor types (the rest are in onnx_common.h).
 
 // Why a runtime tensor's type is not usable, for error messages.
 std::string describe_unknown(const ox::TypeProto& type) {
@@ -428,25 +332,6 @@ ox::TypeProto merge_types(const ox::TypeProto* declared, const ox::TypeProto& in
 // ---------------------------------------------------------------------------------------------
 // Attributes.
 
-const ox::AttributeProto* find_attr(const ox::NodeProto& node, std::string_view name) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-int64_t attr_int(const ox::NodeProto& node, std::string_view name, int64_t fallback) {
-  const auto* a = find_attr(node, name);
-  return a != nullptr && a->type() == ox::AttributeProto_AttributeType_INT ? a->i() : fallback;
-}
-std::vector<int64_t> attr_ints(const ox::NodeProto& node, std::string_view name) {
-  const auto* a = find_attr(node, name);
-  if (a == nullptr) return {};
-  return {a->ints().begin(), a->ints().end()};
-}
-std::string attr_string(const ox::NodeProto& node, std::string_view name, std::string fallback) {
-  const auto* a = find_attr(node, name);
-  return a != nullptr && a->type() == ox::AttributeProto_AttributeType_STRING ? a->s() : fallback;
-}
 bool has_graph_attribute(const ox::NodeProto& node) {
   for (const auto& a : node.attribute()) {
     if (a.type() == ox::AttributeProto_AttributeType_GRAPH ||
@@ -661,12 +546,6 @@ std::optional<Literal> broadcast_map(const std::vector<const Literal*>& in, int3
     }
   }
   return out;
-}
-
-std::optional<int64_t> normalize_axis(int64_t axis, size_t rank) {
-  auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) return std::nullopt;
-  return axis < 0 ? axis + r : axis;
 }
 
 std::vector<int64_t> literal_ints(const Literal& lit) {
@@ -1178,12 +1057,21 @@ const std::unordered_map<std::string, double>& elementwise_flops() {
       {"FastGelu", 5},
       {"BiasGelu", 6},
       {"QuickGelu", 5},
+      // Swish (opset 24): x * sigmoid(alpha * x); RotaryEmbedding (23): x * cos + rotate(x) * sin.
+      {"Swish", 2},
+      {"RotaryEmbedding", 3},
+      {"BitwiseAnd", 1},
+      {"BitwiseOr", 1},
+      {"BitwiseXor", 1},
+      {"BitwiseNot", 1},
       // Normalisation: BatchNormalization (inference) is a scale and a shift per element; the
       // statistics-computing ones are mean, subtract, square, variance, normalise, scale, shift.
       {"BatchNormalization", 2},
       {"LayerNormalization", 7},
       {"InstanceNormalization", 7},
       {"GroupNormalization", 7},
+      // RMSNormalization (23): square, mean, normalise, scale.
+      {"RMSNormalization", 4},
       {"MeanVarianceNormalization", 6},
       {"LpNormalization", 3},
       // Softmax: max, subtract, exp, sum, divide.
@@ -1228,7 +1116,9 @@ const std::unordered_set<std::string>& data_movement_ops() {
                                                        "EyeLike",
                                                        "SequenceAt",
                                                        "Upsample",
-                                                       "Resize"};
+                                                       "Resize",
+                                                       "CenterCropPad",
+                                                       "TensorScatter"};
   return kSet;
 }
 
@@ -1252,6 +1142,52 @@ CostEstimate estimate_cost(const CostInputs& c) {
     double macs_per_output = w->elements() / static_cast<double>(w->dims[0]);
     cost.flops = 2 * y->elements() * macs_per_output;
     if (op == "Conv" && present(2)) cost.flops += y->elements();
+    cost.has_formula = true;
+    return cost;
+  }
+  if (op == "DeformConv") {
+    // A convolution over bilinearly interpolated input samples: each of the
+    // N x C x out-positions x kernel samples costs 7 flops (three lerps and the mask).
+    const auto& w = in(1);
+    if (!y || !w || w->dims.size() < 2 || w->dims[0] == 0) return cost;
+    double macs_per_output = w->elements() / static_cast<double>(w->dims[0]);
+    double positions = y->elements() / static_cast<double>(w->dims[0]);
+    double group = static_cast<double>(std::max<int64_t>(1, attr_int(c.node, "group", 1)));
+    cost.flops = 2 * y->elements() * macs_per_output + 7 * positions * group * macs_per_output;
+    if (present(3)) cost.flops += y->elements();
+    cost.has_formula = true;
+    return cost;
+  }
+  if (op == "Attention" && (c.node.domain().empty() || c.node.domain() == "ai.onnx")) {
+    // Opset 23: Q K^T and the weighted sum of V over every (batch, head, query, key) score, plus
+    // scaling and softmax (6 flops a score) and the mask (1) when there is one.
+    const auto& q = in(0);
+    const auto& k = in(1);
+    const auto& v = in(2);
+    if (!q || !k || !v || q->dims.size() != k->dims.size() || q->dims.size() != v->dims.size() ||
+        (q->dims.size() != 3 && q->dims.size() != 4)) {
+      return cost;
+    }
+    double heads = 0, queries = 0, head = 0, keys = 0, v_head = 0;
+    if (q->dims.size() == 4) {
+      heads = static_cast<double>(q->dims[1]);
+      queries = static_cast<double>(q->dims[2]);
+      head = static_cast<double>(q->dims[3]);
+      keys = static_cast<double>(k->dims[2]);
+      v_head = static_cast<double>(v->dims[3]);
+    } else {
+      heads = static_cast<double>(attr_int(c.node, "q_num_heads", 0));
+      double kv_heads = static_cast<double>(attr_int(c.node, "kv_num_heads", 0));
+      if (heads <= 0 || kv_heads <= 0) return cost;
+      queries = static_cast<double>(q->dims[1]);
+      head = static_cast<double>(q->dims[2]) / heads;
+      keys = static_cast<double>(k->dims[1]);
+      v_head = static_cast<double>(v->dims[2]) / kv_heads;
+    }
+    if (in(4) && in(4)->dims.size() == 4) keys += static_cast<double>(in(4)->dims[2]);
+    double scores = static_cast<double>(q->dims[0]) * heads * queries * keys;
+    bool masked = present(3) || attr_int(c.node, "is_causal", 0) != 0;
+    cost.flops = 2 * scores * (head + v_head) + (masked ? 7 : 6) * scores;
     cost.has_formula = true;
     return cost;
   }
@@ -1374,6 +1310,8 @@ const std::unordered_map<std::string, std::vector<int>>& weight_slots() {
       {"InstanceNormalization", {1, 2}},
       {"LayerNormalization", {1, 2}},
       {"GroupNormalization", {1, 2}},
+      {"RMSNormalization", {1}},
+      {"DeformConv", {1, 3}},
       {"LSTM", {1, 2, 3}},
       {"GRU", {1, 2, 3}},
       {"RNN", {1, 2, 3}},
@@ -1440,7 +1378,7 @@ class OnnxImporter {
   // file's dimensions or a mistyped --dim give, and which would overflow int64 arithmetic.
   int64_t tensor_bytes(const TensorInfo& t, const std::string& what) const {
     constexpr double kMaxTensorBytes = 1125899906842624.0;  // 2^50
-    const double bytes = t.elements() * static_cast<double>(element_bytes(t.elem_type));
+    const double bytes = t.elements() * static_cast<double>(element_bits(t.elem_type)) / 8;
     if (!(bytes <= kMaxTensorBytes)) {
       std::string dims;
       for (int64_t d : t.dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
@@ -1492,7 +1430,8 @@ class OnnxImporter {
     if (auto it = range.find(""); it != range.end() && opsets_[""] > it->second.second) {
       warnings_.push_back(path_ + ": model uses ONNX opset " + std::to_string(opsets_[""]) +
                           " but this libonnx knows up to " + std::to_string(it->second.second) +
-                          ": ops changed since are read with their older definition");
+                          ": ops changed or added since are read by dplace's own rules where "
+                          "docs/importers.md lists them, the others with their older definition");
     }
   }
 
@@ -1894,11 +1833,33 @@ class OnnxImporter {
     return "";
   }
 
-  // Runs ONNX type-and-shape inference for one node. Returns the output types (empty TypeProto
+  // What is known of each input of `node`: its type and, for a constant, its values.
+  std::vector<NodeInput> node_inputs(const ox::NodeProto& node) const {
+    std::vector<NodeInput> inputs;
+    for (const std::string& name : node.input()) {
+      NodeInput input;
+      if (auto t = types_.find(name); !name.empty() && t != types_.end()) input.type = t->second;
+      if (auto v = values_.find(name); !name.empty() && v != values_.end() && v->second.literal) {
+        input.values = &v->second.literal->values;
+      }
+      inputs.push_back(input);
+    }
+    return inputs;
+  }
+
+  // Runs ONNX type-and-shape inference for one node (or, for ops newer than this libonnx,
+  // onnx_newer_ops.h's rules). Returns the output types (empty TypeProto
   // where nothing was inferred) and sets `error` to ONNX's message when inference failed.
   std::vector<ox::TypeProto> infer(ox::NodeProto& node, std::string& error) {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    if (domain.empty()) {
+      std::optional<NewerOpTypes> newer = infer_newer_op(node, opset_of(""), node_inputs(node));
+      if (newer) {
+        error = std::move(newer->error);
+        return std::move(newer->outputs);
+      }
+    }
     const ox::OpSchema* schema =
         ox::OpSchemaRegistry::Schema(node.op_type(), opset_of(domain), domain);
     if (schema == nullptr) {

@@ -121,6 +121,14 @@ class ModelBuilder {
     for (int64_t v : values) t->add_int64_data(v);
     return *this;
   }
+  ModelBuilder& float_constant(const std::string& name, const std::vector<float>& values) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(ox::TensorProto_DataType_FLOAT);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (float v : values) t->add_float_data(v);
+    return *this;
+  }
   ox::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
                       const std::vector<std::string>& outputs, const std::string& name = "") {
     auto* n = model_.mutable_graph()->add_node();
@@ -135,6 +143,12 @@ class ModelBuilder {
     a->set_name(name);
     a->set_type(ox::AttributeProto_AttributeType_INT);
     a->set_i(value);
+  }
+  static void attr(ox::NodeProto& n, const std::string& name, const std::string& value) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(ox::AttributeProto_AttributeType_STRING);
+    a->set_s(value);
   }
   static void attr(ox::NodeProto& n, const std::string& name, const std::vector<int64_t>& values) {
     auto* a = n.add_attribute();
@@ -471,6 +485,211 @@ TEST(OnnxImportTest, GeluWithoutSchemaKeepsItsInputShape) {
   EXPECT_EQ(op_named(loaded.graph, "y").output_bytes[0], 120);
   ASSERT_EQ(loaded.warnings.size(), 1u);
   EXPECT_NE(loaded.warnings[0].find("opset 20"), std::string::npos) << loaded.warnings[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opsets newer than this libonnx (17): ops whose signature changed and ops added since.
+
+Json output_shapes(const Graph& g, const std::string& op) {
+  return op_named(g, op).extra["output_shapes"];
+}
+
+TEST(OnnxImportTest, Opset18ReduceOpsTakeTheirAxesAsAnInput) {
+  ModelBuilder m(18);
+  m.input("x", {2, 3, 4});
+  m.int_constant("axis1", {1});
+  m.int_constant("last", {-1});
+  m.node("ReduceMean", {"x", "axis1"}, {"mean"});
+  m.node("ReduceMax", {"x"}, {"max_all"});
+  auto& sq = m.node("ReduceSumSquare", {"x", "last"}, {"sumsq"});
+  ModelBuilder::attr(sq, "keepdims", int64_t{0});
+  auto& noop = m.node("ReduceL2", {"x"}, {"noop"});
+  ModelBuilder::attr(noop, "noop_with_empty_axes", int64_t{1});
+  for (const char* out : {"mean", "max_all", "sumsq", "noop"}) m.output(out);
+  const LoadedGraph loaded = read_onnx_file(m.save("reduce18.onnx"), {});
+  EXPECT_EQ(output_shapes(loaded.graph, "mean"), Json::parse("[[2, 1, 4]]"));
+  EXPECT_EQ(output_shapes(loaded.graph, "max_all"), Json::parse("[[1, 1, 1]]"));
+  EXPECT_EQ(output_shapes(loaded.graph, "sumsq"), Json::parse("[[2, 3]]"));
+  EXPECT_EQ(output_shapes(loaded.graph, "noop"), Json::parse("[[2, 3, 4]]"));
+  EXPECT_EQ(op_named(loaded.graph, "mean").output_bytes[0], 8 * 4);
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "mean").flops, 24);
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "sumsq").flops, 48);
+}
+
+TEST(OnnxImportTest, Opset18ReduceWithAxesComputedAtRunTimeNamesTheNode) {
+  ModelBuilder m(18);
+  m.input("x", {2, 3});
+  m.input("axes", {1}, "", ox::TensorProto_DataType_INT64);
+  m.node("ReduceMean", {"x", "axes"}, {"y"}, "mean");
+  m.output("y");
+  std::string e = error_of(m.save("reduce18_runtime_axes.onnx"));
+  EXPECT_NE(e.find("node 'mean' (ReduceMean): output 'y'"), std::string::npos) << e;
+  EXPECT_NE(e.find("its axes (input 1) are not constant"), std::string::npos) << e;
+}
+
+TEST(OnnxImportTest, Opset18SplitByNumOutputsMakesTheLastChunkSmaller) {
+  ModelBuilder m(18);
+  m.input("x", {10, 4});
+  auto& split = m.node("Split", {"x"}, {"a", "b", "c"}, "split");
+  ModelBuilder::attr(split, "num_outputs", int64_t{3});
+  m.node("Relu", {"c"}, {"y"});
+  m.output("a").output("b").output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("split18.onnx"), {});
+  EXPECT_EQ(output_shapes(loaded.graph, "split"), Json::parse("[[4, 4], [4, 4], [2, 4]]"));
+  EXPECT_EQ(op_named(loaded.graph, "y").output_bytes[0], 2 * 4 * 4);
+
+  ModelBuilder bad(18);
+  bad.input("x", {10, 4});
+  auto& two = bad.node("Split", {"x"}, {"a", "b", "c"}, "split");
+  ModelBuilder::attr(two, "num_outputs", int64_t{2});
+  bad.output("a");
+  std::string e = error_of(bad.save("split18_bad.onnx"));
+  EXPECT_NE(e.find("node 'split' (Split): output 'a'"), std::string::npos) << e;
+  EXPECT_NE(e.find("attribute 'num_outputs' is 2 but the node has 3 outputs"), std::string::npos)
+      << e;
+}
+
+TEST(OnnxImportTest, Opset18PadAndResizeOnSomeAxes) {
+  ModelBuilder m(19);
+  m.input("x", {1, 3, 10, 20});
+  m.int_constant("pads", {1, 2});
+  m.int_constant("last", {-1});
+  m.int_constant("sizes", {30, 30});
+  m.float_constant("scales", {2.0F, 0.5F});
+  m.node("Pad", {"x", "pads", "", "last"}, {"padded"});
+  auto& fit = m.node("Resize", {"x", "", "", "sizes"}, {"fit"});
+  ModelBuilder::attr(fit, "axes", std::vector<int64_t>{2, 3});
+  ModelBuilder::attr(fit, "keep_aspect_ratio_policy", std::string("not_larger"));
+  ModelBuilder::attr(fit, "mode", std::string("linear"));
+  auto& scaled = m.node("Resize", {"x", "", "scales"}, {"scaled"});
+  ModelBuilder::attr(scaled, "axes", std::vector<int64_t>{-2, -1});
+  ModelBuilder::attr(scaled, "antialias", int64_t{1});
+  m.output("padded").output("fit").output("scaled");
+  const LoadedGraph loaded = read_onnx_file(m.save("pad_resize18.onnx"), {});
+  EXPECT_EQ(output_shapes(loaded.graph, "padded"), Json::parse("[[1, 3, 10, 23]]"));
+  // not_larger: both axes scale by min(30 / 10, 30 / 20) = 1.5.
+  EXPECT_EQ(output_shapes(loaded.graph, "fit"), Json::parse("[[1, 3, 15, 30]]"));
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "fit").flops, 3.0 * 2 * (3 * 15 * 30));
+  EXPECT_EQ(output_shapes(loaded.graph, "scaled"), Json::parse("[[1, 3, 20, 10]]"));
+}
+
+TEST(OnnxImportTest, Opset19PoolingWithDilationsAndCeilMode) {
+  ModelBuilder m(19);
+  m.input("x", {1, 2, 10, 10});
+  m.input("z", {1, 1, 3});
+  auto& dilated = m.node("AveragePool", {"x"}, {"dilated"});
+  ModelBuilder::attr(dilated, "kernel_shape", std::vector<int64_t>{3, 3});
+  ModelBuilder::attr(dilated, "dilations", std::vector<int64_t>{2, 2});
+  // A 1-wide window at stride 2 over 3 values padded by one at the end: ceil mode's third window
+  // would start in the padding, so there are two.
+  auto& ceil = m.node("LpPool", {"z"}, {"ceil"});
+  ModelBuilder::attr(ceil, "kernel_shape", std::vector<int64_t>{1});
+  ModelBuilder::attr(ceil, "strides", std::vector<int64_t>{2});
+  ModelBuilder::attr(ceil, "pads", std::vector<int64_t>{0, 1});
+  ModelBuilder::attr(ceil, "ceil_mode", int64_t{1});
+  auto& same = m.node("AveragePool", {"x"}, {"same"});
+  ModelBuilder::attr(same, "kernel_shape", std::vector<int64_t>{3, 3});
+  ModelBuilder::attr(same, "strides", std::vector<int64_t>{3, 3});
+  ModelBuilder::attr(same, "auto_pad", std::string("SAME_UPPER"));
+  m.output("dilated").output("ceil").output("same");
+  const LoadedGraph loaded = read_onnx_file(m.save("pool19.onnx"), {});
+  // The dilated window spans 5: 10 - 5 + 1 = 6 positions per axis.
+  EXPECT_EQ(output_shapes(loaded.graph, "dilated"), Json::parse("[[1, 2, 6, 6]]"));
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "dilated").flops, 2.0 * 36 * 9);
+  EXPECT_EQ(output_shapes(loaded.graph, "ceil"), Json::parse("[[1, 1, 2]]"));
+  EXPECT_EQ(output_shapes(loaded.graph, "same"), Json::parse("[[1, 2, 4, 4]]"));
+}
+
+TEST(OnnxImportTest, Opset21CastAndBlockQuantizationTypes) {
+  ModelBuilder m(21);
+  m.input("x", {4, 8});
+  m.float_constant("scale", {0.5F});
+  auto& half = m.node("Cast", {"x"}, {"half"});
+  ModelBuilder::attr(half, "to", int64_t{ox::TensorProto_DataType_FLOAT16});
+  ModelBuilder::attr(half, "saturate", int64_t{1});
+  auto& q = m.node("QuantizeLinear", {"x", "scale"}, {"q4"});
+  ModelBuilder::attr(q, "output_dtype", int64_t{22});  // INT4
+  m.node("DequantizeLinear", {"q4", "scale"}, {"dq"});
+  m.output("half").output("dq");
+  const LoadedGraph loaded = read_onnx_file(m.save("quant21.onnx"), {});
+  EXPECT_EQ(op_named(loaded.graph, "half").output_bytes[0], 32 * 2);
+  EXPECT_EQ(op_named(loaded.graph, "q4").output_bytes[0], 16);  // 32 four-bit values
+  EXPECT_EQ(op_named(loaded.graph, "dq").output_bytes[0], 32 * 4);
+}
+
+TEST(OnnxImportTest, AFourBitWeightCountsHalfAByteAnElement) {
+  ModelBuilder m(21);
+  m.input("x", {2, 4});
+  auto* w = m.proto().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(22);  // INT4: 4 x 7 values in 14 bytes
+  w->add_dims(4);
+  w->add_dims(7);
+  w->set_raw_data(std::string(14, '\x11'));
+  m.float_constant("scale", {0.5F});
+  m.node("DequantizeLinear", {"w", "scale"}, {"w_float"});
+  m.node("MatMul", {"x", "w_float"}, {"y"}, "matmul");
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("int4_weight.onnx"), {});
+  EXPECT_EQ(op_named(loaded.graph, "matmul").param_bytes, 14 + 4);
+  EXPECT_EQ(output_shapes(loaded.graph, "matmul"), Json::parse("[[2, 7]]"));
+}
+
+TEST(OnnxImportTest, OpsAddedAfterOpset17HaveShapesAndCosts) {
+  ModelBuilder m(23);
+  m.input("x", {2, 8, 16});
+  m.weight("gamma", {16});
+  m.input("cos", {8, 8});
+  m.input("sin", {8, 8});
+  m.input("q", {2, 4, 8, 16});
+  m.input("k", {2, 4, 10, 16});
+  m.input("v", {2, 4, 10, 32});
+  m.input("q3", {2, 8, 64});
+  m.input("k3", {2, 10, 32});
+  m.input("v3", {2, 10, 32});
+  m.input("past_k", {2, 2, 5, 16});
+  m.input("past_v", {2, 2, 5, 16});
+  m.input("bits_a", {3, 1}, "", ox::TensorProto_DataType_INT32);
+  m.input("bits_b", {4}, "", ox::TensorProto_DataType_INT32);
+  m.node("RMSNormalization", {"x", "gamma"}, {"rms"});
+  m.node("RotaryEmbedding", {"rms", "cos", "sin"}, {"rope"});
+  m.node("Attention", {"q", "k", "v"}, {"att"});
+  auto& gqa = m.node("Attention", {"q3", "k3", "v3", "", "past_k", "past_v"},
+                     {"att3", "present_k", "present_v"}, "gqa");
+  ModelBuilder::attr(gqa, "q_num_heads", int64_t{4});
+  ModelBuilder::attr(gqa, "kv_num_heads", int64_t{2});
+  ModelBuilder::attr(gqa, "is_causal", int64_t{1});
+  m.node("BitwiseAnd", {"bits_a", "bits_b"}, {"bits"});
+  for (const char* out : {"rope", "att", "att3", "present_k", "present_v", "bits"}) m.output(out);
+  const LoadedGraph loaded = read_onnx_file(m.save("opset23.onnx"), {});
+  for (const std::string& warning : loaded.warnings) {
+    EXPECT_EQ(warning.find("no cost formula"), std::string::npos) << warning;
+  }
+  EXPECT_EQ(output_shapes(loaded.graph, "rms"), Json::parse("[[2, 8, 16]]"));
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "rms").flops, 4.0 * 256);
+  EXPECT_EQ(op_named(loaded.graph, "rms").param_bytes, 16 * 4);
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "rope").flops, 3.0 * 256);
+  EXPECT_EQ(output_shapes(loaded.graph, "att"), Json::parse("[[2, 4, 8, 32]]"));
+  const double scores = 2.0 * 4 * 8 * 10;
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "att").flops, 2 * scores * (16 + 32) + 6 * scores);
+  // 3-D: 4 query heads of 16, 2 key/value heads of 16, 5 past positions and 10 new ones.
+  EXPECT_EQ(output_shapes(loaded.graph, "gqa"),
+            Json::parse("[[2, 8, 64], [2, 2, 15, 16], [2, 2, 15, 16]]"));
+  const double gqa_scores = 2.0 * 4 * 8 * 15;
+  EXPECT_DOUBLE_EQ(op_named(loaded.graph, "gqa").flops,
+                   2 * gqa_scores * (16 + 16) + 7 * gqa_scores);
+  EXPECT_EQ(output_shapes(loaded.graph, "bits"), Json::parse("[[3, 4]]"));
+}
+
+TEST(OnnxImportTest, ModelsUpToOpset17KeepLibonnxsOwnDefinitions) {
+  // At opset 17 ReduceMean's axes are an attribute and a second input is a malformed node.
+  ModelBuilder m(17);
+  m.input("x", {2, 3});
+  m.int_constant("axes", {1});
+  m.node("ReduceMean", {"x", "axes"}, {"y"}, "mean");
+  m.output("y");
+  std::string e = error_of(m.save("reduce17_two_inputs.onnx"));
+  EXPECT_NE(e.find("node 'mean' (ReduceMean): output 'y'"), std::string::npos) << e;
 }
 
 // ---------------------------------------------------------------------------------------------

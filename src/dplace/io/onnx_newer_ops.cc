@@ -1,0 +1,573 @@
+// Shape rules for the ONNX ops newer than this libonnx (see onnx_newer_ops.h). Each rule follows
+// the op's definition in the ONNX operator reference at the version named beside it.
+#include "dplace/io/onnx_newer_ops.h"
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dplace/io/onnx_common.h"
+
+namespace dplace::onnx_detail {
+namespace {
+
+// What a rule reads: the node and its inputs. A rule sets the outputs it can infer and, when it
+// cannot, says why in `result.error` (the importer adds the node and output to the message).
+class RuleInputs {
+ public:
+  RuleInputs(const ox::NodeProto& node, const std::vector<NodeInput>& inputs)
+      : node_(node), inputs_(inputs) {}
+
+  const ox::NodeProto& node() const { return node_; }
+  bool present(size_t slot) const {
+    return slot < inputs_.size() && slot < static_cast<size_t>(node_.input_size()) &&
+           !node_.input(static_cast<int>(slot)).empty();
+  }
+  // Element type of input `slot`, 0 when unknown or absent.
+  int32_t elem_type(size_t slot) const {
+    if (!present(slot) || inputs_[slot].type == nullptr) return 0;
+    const ox::TypeProto& t = *inputs_[slot].type;
+    return t.has_tensor_type() ? t.tensor_type().elem_type() : 0;
+  }
+  // Every dimension of input `slot`, when all are known.
+  std::optional<std::vector<int64_t>> dims(size_t slot) const {
+    if (!present(slot) || inputs_[slot].type == nullptr) return std::nullopt;
+    const ox::TypeProto& t = *inputs_[slot].type;
+    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const auto& d : t.tensor_type().shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+      out.push_back(d.dim_value());
+    }
+    return out;
+  }
+  // The values of constant input `slot` as integers, when known and all integral.
+  std::optional<std::vector<int64_t>> ints(size_t slot) const {
+    if (!present(slot) || inputs_[slot].values == nullptr) return std::nullopt;
+    std::vector<int64_t> out;
+    for (double v : *inputs_[slot].values) {
+      if (!std::isfinite(v) || v != std::trunc(v) || std::fabs(v) > 9.0e15) return std::nullopt;
+      out.push_back(static_cast<int64_t>(v));
+    }
+    return out;
+  }
+  const std::vector<double>* values(size_t slot) const {
+    return present(slot) ? inputs_[slot].values : nullptr;
+  }
+
+ private:
+  const ox::NodeProto& node_;
+  const std::vector<NodeInput>& inputs_;
+};
+
+using Rule = void (*)(const RuleInputs& in, NewerOpTypes& result);
+
+void set_output(NewerOpTypes& result, size_t index, int32_t elem_type,
+                const std::vector<int64_t>& dims) {
+  if (index < result.outputs.size()) result.outputs[index] = tensor_type(elem_type, dims);
+}
+
+std::string slot_name(size_t slot) { return "input " + std::to_string(slot); }
+
+// Input `slot`'s dims, or an error in `result`.
+std::optional<std::vector<int64_t>> need_dims(const RuleInputs& in, size_t slot,
+                                              NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = in.dims(slot);
+  if (!d && result.error.empty()) result.error = "the shape of " + slot_name(slot) + " is unknown";
+  return d;
+}
+
+// Axes normalised against `rank`, or an error in `result`.
+std::optional<std::vector<int64_t>> normalize_axes(const std::vector<int64_t>& axes, size_t rank,
+                                                   NewerOpTypes& result) {
+  std::vector<int64_t> out;
+  for (int64_t a : axes) {
+    std::optional<int64_t> n = normalize_axis(a, rank);
+    if (!n) {
+      result.error =
+          "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank);
+      return std::nullopt;
+    }
+    for (int64_t seen : out) {
+      if (seen == *n) {
+        result.error = "axis " + std::to_string(a) + " is given twice";
+        return std::nullopt;
+      }
+    }
+    out.push_back(*n);
+  }
+  return out;
+}
+
+// Reduce*-18: axes is an optional int64 input; without it (or with it empty) every axis is reduced
+// unless noop_with_empty_axes is 1, which makes the op an identity.
+void reduce_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  std::vector<int64_t> axes;
+  if (in.present(1)) {
+    std::optional<std::vector<int64_t>> given = in.ints(1);
+    if (!given) {
+      result.error = "its axes (input 1) are not constant";
+      return;
+    }
+    axes = *given;
+  }
+  const bool keepdims = attr_int(in.node(), "keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (attr_int(in.node(), "noop_with_empty_axes", 0) != 0) {
+      set_output(result, 0, in.elem_type(0), *d);
+      return;
+    }
+    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::optional<std::vector<int64_t>> reduced = normalize_axes(axes, d->size(), result);
+  if (!reduced) return;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < d->size(); ++i) {
+    bool is_reduced = false;
+    for (int64_t a : *reduced) is_reduced = is_reduced || a == static_cast<int64_t>(i);
+    if (!is_reduced) {
+      out.push_back((*d)[i]);
+    } else if (keepdims) {
+      out.push_back(1);
+    }
+  }
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// Split-18: sizes from the `split` input, else num_outputs chunks of ceil(dim / n) with a smaller
+// last one, else equal parts, one per output.
+void split_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  std::optional<int64_t> axis = normalize_axis(attr_int(in.node(), "axis", 0), d->size());
+  if (!axis) {
+    result.error = "attribute 'axis' is out of range for rank " + std::to_string(d->size());
+    return;
+  }
+  const int64_t dim = (*d)[static_cast<size_t>(*axis)];
+  const auto outputs = static_cast<int64_t>(in.node().output_size());
+  std::vector<int64_t> sizes;
+  if (in.present(1)) {
+    std::optional<std::vector<int64_t>> given = in.ints(1);
+    if (!given) {
+      result.error = "its split sizes (input 1) are not constant";
+      return;
+    }
+    sizes = *given;
+  } else if (find_attr(in.node(), "num_outputs") != nullptr) {
+    const int64_t n = attr_int(in.node(), "num_outputs", 0);
+    if (n <= 0 || n != outputs) {
+      result.error = "attribute 'num_outputs' is " + std::to_string(n) + " but the node has " +
+                     std::to_string(outputs) + " outputs";
+      return;
+    }
+    const int64_t chunk = (dim + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(chunk, dim - i * chunk));
+  } else {
+    if (outputs <= 0 || dim % outputs != 0) {
+      result.error = "dimension " + std::to_string(dim) + " does not split into " +
+                     std::to_string(outputs) + " equal parts";
+      return;
+    }
+    sizes.assign(static_cast<size_t>(outputs), dim / outputs);
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) {
+      result.error = "dimension " + std::to_string(dim) + " cannot be split into " +
+                     std::to_string(sizes.size()) + " parts";
+      return;
+    }
+    total += s;
+  }
+  if (static_cast<int64_t>(sizes.size()) != outputs || total != dim) {
+    result.error = "split sizes do not add up to dimension " + std::to_string(dim) + " over " +
+                   std::to_string(outputs) + " outputs";
+    return;
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<int64_t> out = *d;
+    out[static_cast<size_t>(*axis)] = sizes[i];
+    set_output(result, i, in.elem_type(0), out);
+  }
+}
+
+// Pad-18: pads (input 1) hold the begin values of every padded axis, then the end values; the
+// padded axes are `axes` (input 3) or all of them.
+void pad_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  std::optional<std::vector<int64_t>> pads = in.ints(1);
+  if (!pads) {
+    result.error = "its pads (input 1) are not constant";
+    return;
+  }
+  std::vector<int64_t> axes;
+  if (in.present(3)) {
+    std::optional<std::vector<int64_t>> given = in.ints(3);
+    if (!given) {
+      result.error = "its axes (input 3) are not constant";
+      return;
+    }
+    axes = *given;
+  } else {
+    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::optional<std::vector<int64_t>> padded = normalize_axes(axes, d->size(), result);
+  if (!padded) return;
+  if (pads->size() != 2 * padded->size()) {
+    result.error = "it has " + std::to_string(pads->size()) + " pads for " +
+                   std::to_string(padded->size()) + " axes (expected twice as many)";
+    return;
+  }
+  std::vector<int64_t> out = *d;
+  for (size_t i = 0; i < padded->size(); ++i) {
+    int64_t& dim = out[static_cast<size_t>((*padded)[i])];
+    dim += (*pads)[i] + (*pads)[i + padded->size()];
+    if (dim < 0) {
+      result.error = "padding makes axis " + std::to_string((*padded)[i]) + " negative";
+      return;
+    }
+  }
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// Resize-18: scales (input 2) or sizes (input 3) for the axes in attribute `axes` (default all);
+// with sizes, keep_aspect_ratio_policy not_larger/not_smaller scales every resized axis by the
+// smallest/largest of the ratios.
+void resize_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  std::vector<int64_t> axes = attr_ints(in.node(), "axes");
+  if (axes.empty()) {
+    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::optional<std::vector<int64_t>> resized = normalize_axes(axes, d->size(), result);
+  if (!resized) return;
+  const std::vector<double>* scales = in.values(2);
+  std::optional<std::vector<int64_t>> sizes = in.ints(3);
+  if (sizes && sizes->empty()) sizes.reset();
+  if (scales != nullptr && scales->empty()) scales = nullptr;
+  std::vector<int64_t> out = *d;
+  if (sizes) {
+    if (sizes->size() != resized->size()) {
+      result.error = "it has " + std::to_string(sizes->size()) + " sizes for " +
+                     std::to_string(resized->size()) + " axes";
+      return;
+    }
+    const std::string policy = attr_string(in.node(), "keep_aspect_ratio_policy", "stretch");
+    if (policy == "stretch") {
+      for (size_t i = 0; i < resized->size(); ++i) {
+        out[static_cast<size_t>((*resized)[i])] = (*sizes)[i];
+      }
+    } else if (policy == "not_larger" || policy == "not_smaller") {
+      std::optional<double> scale;
+      for (size_t i = 0; i < resized->size(); ++i) {
+        const int64_t from = (*d)[static_cast<size_t>((*resized)[i])];
+        if (from == 0) continue;
+        const double ratio = static_cast<double>((*sizes)[i]) / static_cast<double>(from);
+        if (!scale || (policy == "not_larger" ? ratio < *scale : ratio > *scale)) scale = ratio;
+      }
+      for (int64_t a : *resized) {
+        int64_t& size = out[static_cast<size_t>(a)];
+        size = static_cast<int64_t>(std::round(scale.value_or(1) * static_cast<double>(size)));
+      }
+    } else {
+      result.error = "attribute 'keep_aspect_ratio_policy' is '" + policy + "'";
+      return;
+    }
+  } else if (scales != nullptr) {
+    if (scales->size() != resized->size()) {
+      result.error = "it has " + std::to_string(scales->size()) + " scales for " +
+                     std::to_string(resized->size()) + " axes";
+      return;
+    }
+    for (size_t i = 0; i < resized->size(); ++i) {
+      const double scale = (*scales)[i];
+      int64_t& size = out[static_cast<size_t>((*resized)[i])];
+      const double scaled = std::floor(static_cast<double>(size) * scale);
+      if (!(scale > 0) || !(scaled < 9.0e15)) {
+        result.error = "scale " + std::to_string(scale) + " is not a positive size factor";
+        return;
+      }
+      size = static_cast<int64_t>(scaled);
+    }
+  } else {
+    result.error = "neither its scales (input 2) nor its sizes (input 3) are constant";
+    return;
+  }
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// AveragePool-19 and LpPool-18: pooling windows with dilations, pads or auto_pad, and ceil_mode
+// (where a window that would start past the input and its begin padding is dropped).
+void pool_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  if (d->size() < 3) {
+    result.error = "input 0 has rank " + std::to_string(d->size()) + ", expected at least 3";
+    return;
+  }
+  const size_t spatial = d->size() - 2;
+  const std::vector<int64_t> kernel = attr_ints(in.node(), "kernel_shape");
+  std::vector<int64_t> strides = attr_ints(in.node(), "strides");
+  std::vector<int64_t> dilations = attr_ints(in.node(), "dilations");
+  std::vector<int64_t> pads = attr_ints(in.node(), "pads");
+  if (strides.empty()) strides.assign(spatial, 1);
+  if (dilations.empty()) dilations.assign(spatial, 1);
+  if (pads.empty()) pads.assign(2 * spatial, 0);
+  if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial ||
+      pads.size() != 2 * spatial) {
+    result.error = "kernel_shape, strides, dilations or pads do not match the " +
+                   std::to_string(spatial) + " spatial axes";
+    return;
+  }
+  const std::string auto_pad = attr_string(in.node(), "auto_pad", "NOTSET");
+  const bool ceil_mode = attr_int(in.node(), "ceil_mode", 0) != 0;
+  std::vector<int64_t> out = {(*d)[0], (*d)[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t size = (*d)[i + 2];
+    if (kernel[i] <= 0 || strides[i] <= 0 || dilations[i] <= 0 || pads[i] < 0 ||
+        pads[i + spatial] < 0) {
+      result.error = "kernel_shape, strides, dilations or pads has a bad value";
+      return;
+    }
+    const int64_t window = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t n = 0;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      n = (size + strides[i] - 1) / strides[i];
+    } else {
+      const int64_t begin = auto_pad == "VALID" ? 0 : pads[i];
+      const int64_t span = size + begin + (auto_pad == "VALID" ? 0 : pads[i + spatial]) - window;
+      if (span < 0) {
+        result.error = "the pooling window is larger than the padded input";
+        return;
+      }
+      n = (ceil_mode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
+      if (ceil_mode && (n - 1) * strides[i] >= size + begin) --n;
+    }
+    out.push_back(n);
+  }
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// Cast-19 (saturate) and CastLike-19: the input's shape, the type named by `to` or input 1.
+void cast_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  const int32_t to = in.node().op_type() == "CastLike"
+                         ? in.elem_type(1)
+                         : static_cast<int32_t>(attr_int(in.node(), "to", 0));
+  if (to == 0) {
+    result.error = "its target type is unknown";
+    return;
+  }
+  set_output(result, 0, to, *d);
+}
+
+// QuantizeLinear-19/21/23: x's shape; the type of the zero point, else output_dtype, else uint8.
+// DequantizeLinear-19/21/23: x's shape; output_dtype, else the scale's type.
+void quantize_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  const auto output_dtype = static_cast<int32_t>(attr_int(in.node(), "output_dtype", 0));
+  int32_t type = 0;
+  if (in.node().op_type() == "QuantizeLinear") {
+    type = in.present(2)       ? in.elem_type(2)
+           : output_dtype != 0 ? output_dtype
+                               : static_cast<int32_t>(ox::TensorProto_DataType_UINT8);
+  } else {
+    type = output_dtype != 0 ? output_dtype : in.elem_type(1);
+  }
+  if (type == 0) {
+    result.error = "its output type is unknown";
+    return;
+  }
+  set_output(result, 0, type, *d);
+}
+
+// Output 0 has input 0's type and shape: the normalisations, activations and TensorScatter (whose
+// output is its updated cache, input 0).
+void same_shape_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (d) set_output(result, 0, in.elem_type(0), *d);
+}
+
+// BitwiseAnd/Or/Xor-18: numpy broadcasting of inputs 0 and 1.
+void broadcast_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> a = need_dims(in, 0, result);
+  std::optional<std::vector<int64_t>> b = need_dims(in, 1, result);
+  if (!a || !b) return;
+  const size_t rank = std::max(a->size(), b->size());
+  std::vector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t x = i + a->size() >= rank ? (*a)[i + a->size() - rank] : 1;
+    const int64_t y = i + b->size() >= rank ? (*b)[i + b->size() - rank] : 1;
+    if (x != y && x != 1 && y != 1) {
+      result.error = "inputs of dimensions " + std::to_string(x) + " and " + std::to_string(y) +
+                     " do not broadcast";
+      return;
+    }
+    out[i] = x == 1 ? y : x;
+  }
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// CenterCropPad-18: the axes in attribute `axes` (default all) take the sizes of input 1.
+void center_crop_pad_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  std::optional<std::vector<int64_t>> shape = in.ints(1);
+  if (!shape) {
+    result.error = "its shape (input 1) is not constant";
+    return;
+  }
+  std::vector<int64_t> axes = attr_ints(in.node(), "axes");
+  if (axes.empty()) {
+    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::optional<std::vector<int64_t>> cropped = normalize_axes(axes, d->size(), result);
+  if (!cropped) return;
+  if (shape->size() != cropped->size()) {
+    result.error = "it has " + std::to_string(shape->size()) + " sizes for " +
+                   std::to_string(cropped->size()) + " axes";
+    return;
+  }
+  std::vector<int64_t> out = *d;
+  for (size_t i = 0; i < cropped->size(); ++i) {
+    if ((*shape)[i] < 0) {
+      result.error = "size " + std::to_string((*shape)[i]) + " is negative";
+      return;
+    }
+    out[static_cast<size_t>((*cropped)[i])] = (*shape)[i];
+  }
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// DeformConv-19: X (N, C, spatial), W (oC, C/group, kernel), offset (N, 2 * offset_group *
+// prod(kernel), out spatial): the output is (N, oC, out spatial).
+void deform_conv_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> x = need_dims(in, 0, result);
+  std::optional<std::vector<int64_t>> w = need_dims(in, 1, result);
+  std::optional<std::vector<int64_t>> offset = need_dims(in, 2, result);
+  if (!x || !w || !offset) return;
+  if (x->size() < 3 || w->size() != x->size() || offset->size() != x->size()) {
+    result.error = "X, W and offset must have one rank of at least 3";
+    return;
+  }
+  std::vector<int64_t> out = {(*x)[0], (*w)[0]};
+  out.insert(out.end(), offset->begin() + 2, offset->end());
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// Attention-23: Q, K, V as (batch, heads, sequence, head size) or, with q_num_heads and
+// kv_num_heads, as (batch, sequence, heads x head size); past_key and past_value (inputs 4, 5) are
+// (batch, kv heads, past sequence, head size). Outputs: Y in Q's layout with V's head size,
+// present_key and present_value over past + new sequence, and the attention scores.
+void attention_rule(const RuleInputs& in, NewerOpTypes& result) {
+  std::optional<std::vector<int64_t>> q = need_dims(in, 0, result);
+  std::optional<std::vector<int64_t>> k = need_dims(in, 1, result);
+  std::optional<std::vector<int64_t>> v = need_dims(in, 2, result);
+  if (!q || !k || !v) return;
+  const size_t rank = q->size();
+  if ((rank != 3 && rank != 4) || k->size() != rank || v->size() != rank) {
+    result.error = "Q, K and V must all have rank 3 or all rank 4";
+    return;
+  }
+  int64_t batch = (*q)[0], q_heads = 0, q_seq = 0, head = 0, kv_heads = 0, kv_seq = 0, v_head = 0;
+  if (rank == 4) {
+    q_heads = (*q)[1], q_seq = (*q)[2], head = (*q)[3];
+    kv_heads = (*k)[1], kv_seq = (*k)[2], v_head = (*v)[3];
+  } else {
+    q_heads = attr_int(in.node(), "q_num_heads", 0);
+    kv_heads = attr_int(in.node(), "kv_num_heads", 0);
+    if (q_heads <= 0 || kv_heads <= 0 || (*q)[2] % q_heads != 0 || (*v)[2] % kv_heads != 0) {
+      result.error =
+          "3-D inputs need attributes q_num_heads and kv_num_heads dividing the hidden sizes";
+      return;
+    }
+    q_seq = (*q)[1], head = (*q)[2] / q_heads;
+    kv_seq = (*k)[1], v_head = (*v)[2] / kv_heads;
+  }
+  int64_t past = 0;
+  if (in.present(4)) {
+    std::optional<std::vector<int64_t>> p = need_dims(in, 4, result);
+    if (!p) return;
+    if (p->size() != 4) {
+      result.error = "past_key must have rank 4";
+      return;
+    }
+    past = (*p)[2];
+  }
+  const int32_t type = in.elem_type(0);
+  if (rank == 4) {
+    set_output(result, 0, type, {batch, q_heads, q_seq, v_head});
+  } else {
+    set_output(result, 0, type, {batch, q_seq, q_heads * v_head});
+  }
+  set_output(result, 1, type, {batch, kv_heads, past + kv_seq, head});
+  set_output(result, 2, type, {batch, kv_heads, past + kv_seq, v_head});
+  set_output(result, 3, type, {batch, q_heads, q_seq, past + kv_seq});
+}
+
+struct NewerOp {
+  std::string_view op;
+  int since;  // the first opset whose definition libonnx 1.12 does not have
+  Rule rule;
+};
+
+constexpr NewerOp kNewerOps[] = {
+    {"ReduceL1", 18, reduce_rule},
+    {"ReduceL2", 18, reduce_rule},
+    {"ReduceLogSum", 18, reduce_rule},
+    {"ReduceLogSumExp", 18, reduce_rule},
+    {"ReduceMax", 18, reduce_rule},
+    {"ReduceMean", 18, reduce_rule},
+    {"ReduceMin", 18, reduce_rule},
+    {"ReduceProd", 18, reduce_rule},
+    {"ReduceSumSquare", 18, reduce_rule},
+    {"Split", 18, split_rule},
+    {"Pad", 18, pad_rule},
+    {"Resize", 18, resize_rule},
+    {"LpPool", 18, pool_rule},
+    {"AveragePool", 19, pool_rule},
+    {"Cast", 19, cast_rule},
+    {"CastLike", 19, cast_rule},
+    {"QuantizeLinear", 19, quantize_rule},
+    {"DequantizeLinear", 19, quantize_rule},
+    {"GroupNormalization", 18, same_shape_rule},
+    {"BitwiseNot", 18, same_shape_rule},
+    {"Mish", 18, same_shape_rule},
+    {"BitwiseAnd", 18, broadcast_rule},
+    {"BitwiseOr", 18, broadcast_rule},
+    {"BitwiseXor", 18, broadcast_rule},
+    {"CenterCropPad", 18, center_crop_pad_rule},
+    {"DeformConv", 19, deform_conv_rule},
+    {"Gelu", 20, same_shape_rule},
+    {"Attention", 23, attention_rule},
+    {"RMSNormalization", 23, same_shape_rule},
+    {"RotaryEmbedding", 23, same_shape_rule},
+    {"Swish", 24, same_shape_rule},
+    {"TensorScatter", 24, same_shape_rule},
+};
+
+}  // namespace
+
+std::optional<NewerOpTypes> infer_newer_op(const ox::NodeProto& node, int opset,
+                                           const std::vector<NodeInput>& inputs) {
+  for (const NewerOp& newer : kNewerOps) {
+    if (newer.op != node.op_type() || opset < newer.since) continue;
+    NewerOpTypes result;
+    result.outputs.resize(static_cast<size_t>(node.output_size()));
+    newer.rule(RuleInputs(node, inputs), result);
+    return result;
+  }
+  return std::nullopt;
+}
+
+}  // namespace dplace::onnx_detail
