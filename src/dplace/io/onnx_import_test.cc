@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -679,6 +680,41 @@ TEST(OnnxImportTest, OpsAddedAfterOpset17HaveShapesAndCosts) {
   EXPECT_DOUBLE_EQ(op_named(loaded.graph, "gqa").flops,
                    2 * gqa_scores * (16 + 16) + 7 * gqa_scores);
   EXPECT_EQ(output_shapes(loaded.graph, "bits"), Json::parse("[[3, 4]]"));
+}
+
+TEST(OnnxImportTest, HostileSizesInNewerOpsAreErrorsNotOverflows) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto error_with = [](const std::function<void(ModelBuilder&)>& build) {
+    ModelBuilder m(19);
+    m.input("x", {1, 1, 8});
+    build(m);
+    m.output("y");
+    return error_of(m.save("hostile19.onnx"));
+  };
+  std::string pad = error_with([&](ModelBuilder& m) {
+    m.int_constant("pads", {kMax, kMax});
+    m.int_constant("last", {-1});
+    m.node("Pad", {"x", "pads", "", "last"}, {"y"}, "pad");
+  });
+  EXPECT_NE(pad.find("node 'pad' (Pad): output 'y'"), std::string::npos) << pad;
+  EXPECT_NE(pad.find("overflow"), std::string::npos) << pad;
+  std::string pool = error_with([&](ModelBuilder& m) {
+    auto& n = m.node("AveragePool", {"x"}, {"y"}, "pool");
+    ModelBuilder::attr(n, "kernel_shape", std::vector<int64_t>{int64_t{1} << 62});
+    ModelBuilder::attr(n, "dilations", std::vector<int64_t>{4});
+  });
+  EXPECT_NE(pool.find("overflow"), std::string::npos) << pool;
+  std::string split = error_with([&](ModelBuilder& m) {
+    m.int_constant("sizes", {kMax, kMax});
+    auto& n = m.node("Split", {"x", "sizes"}, {"y", "z"}, "split");
+    ModelBuilder::attr(n, "axis", int64_t{-1});
+  });
+  EXPECT_NE(split.find("overflow"), std::string::npos) << split;
+  std::string reduce = error_with([&](ModelBuilder& m) {
+    m.int_constant("axes", {3});
+    m.node("ReduceMean", {"x", "axes"}, {"y"}, "mean");
+  });
+  EXPECT_NE(reduce.find("axis 3 is out of range for rank 3"), std::string::npos) << reduce;
 }
 
 TEST(OnnxImportTest, ModelsUpToOpset17KeepLibonnxsOwnDefinitions) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,13 +45,17 @@ class RuleInputs {
     }
     return out;
   }
-  // The values of constant input `slot` as integers, when known and all integral.
+  // The values of constant input `slot` as integers (beyond int64's range: its limits), when
+  // known and all integral.
   std::optional<std::vector<int64_t>> ints(size_t slot) const {
     if (!present(slot) || inputs_[slot].values == nullptr) return std::nullopt;
+    constexpr double kLimit = 9223372036854775807.0;  // 2^63, the first double beyond int64
     std::vector<int64_t> out;
     for (double v : *inputs_[slot].values) {
-      if (!std::isfinite(v) || v != std::trunc(v) || std::fabs(v) > 9.0e15) return std::nullopt;
-      out.push_back(static_cast<int64_t>(v));
+      if (std::isnan(v) || v != std::trunc(v)) return std::nullopt;
+      out.push_back(v >= kLimit    ? std::numeric_limits<int64_t>::max()
+                    : v <= -kLimit ? std::numeric_limits<int64_t>::min()
+                                   : static_cast<int64_t>(v));
     }
     return out;
   }
@@ -68,6 +73,19 @@ using Rule = void (*)(const RuleInputs& in, NewerOpTypes& result);
 void set_output(NewerOpTypes& result, size_t index, int32_t elem_type,
                 const std::vector<int64_t>& dims) {
   if (index < result.outputs.size()) result.outputs[index] = tensor_type(elem_type, dims);
+}
+
+// Sizes come from the file and may be anything: a sum or product that leaves int64 is an error in
+// `result`, not a wrap-around.
+bool checked_add(int64_t a, int64_t b, int64_t& sum, NewerOpTypes& result) {
+  if (!__builtin_add_overflow(a, b, &sum)) return true;
+  result.error = "its sizes overflow 64-bit integers";
+  return false;
+}
+bool checked_mul(int64_t a, int64_t b, int64_t& product, NewerOpTypes& result) {
+  if (!__builtin_mul_overflow(a, b, &product)) return true;
+  result.error = "its sizes overflow 64-bit integers";
+  return false;
 }
 
 std::string slot_name(size_t slot) { return "input " + std::to_string(slot); }
@@ -166,8 +184,12 @@ void split_rule(const RuleInputs& in, NewerOpTypes& result) {
                      std::to_string(outputs) + " outputs";
       return;
     }
-    const int64_t chunk = (dim + n - 1) / n;
-    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(chunk, dim - i * chunk));
+    const int64_t chunk = dim / n + (dim % n != 0 ? 1 : 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t start = 0;
+      if (!checked_mul(i, chunk, start, result)) return;
+      sizes.push_back(std::min(chunk, dim - start));
+    }
   } else {
     if (outputs <= 0 || dim % outputs != 0) {
       result.error = "dimension " + std::to_string(dim) + " does not split into " +
@@ -183,7 +205,7 @@ void split_rule(const RuleInputs& in, NewerOpTypes& result) {
                      std::to_string(sizes.size()) + " parts";
       return;
     }
-    total += s;
+    if (!checked_add(total, s, total, result)) return;
   }
   if (static_cast<int64_t>(sizes.size()) != outputs || total != dim) {
     result.error = "split sizes do not add up to dimension " + std::to_string(dim) + " over " +
@@ -228,7 +250,10 @@ void pad_rule(const RuleInputs& in, NewerOpTypes& result) {
   std::vector<int64_t> out = *d;
   for (size_t i = 0; i < padded->size(); ++i) {
     int64_t& dim = out[static_cast<size_t>((*padded)[i])];
-    dim += (*pads)[i] + (*pads)[i + padded->size()];
+    if (!checked_add(dim, (*pads)[i], dim, result) ||
+        !checked_add(dim, (*pads)[i + padded->size()], dim, result)) {
+      return;
+    }
     if (dim < 0) {
       result.error = "padding makes axis " + std::to_string((*padded)[i]) + " negative";
       return;
@@ -337,19 +362,29 @@ void pool_rule(const RuleInputs& in, NewerOpTypes& result) {
       result.error = "kernel_shape, strides, dilations or pads has a bad value";
       return;
     }
-    const int64_t window = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t window = 0;  // (kernel - 1) * dilation + 1
+    if (!checked_mul(kernel[i] - 1, dilations[i], window, result)) return;
+    ++window;
+    const int64_t stride = strides[i];
     int64_t n = 0;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      n = (size + strides[i] - 1) / strides[i];
+      n = size / stride + (size % stride != 0 ? 1 : 0);
     } else {
       const int64_t begin = auto_pad == "VALID" ? 0 : pads[i];
-      const int64_t span = size + begin + (auto_pad == "VALID" ? 0 : pads[i + spatial]) - window;
+      const int64_t end = auto_pad == "VALID" ? 0 : pads[i + spatial];
+      int64_t reach = 0;   // size + begin: where the end padding starts
+      int64_t padded = 0;  // size + begin + end
+      if (!checked_add(size, begin, reach, result) || !checked_add(reach, end, padded, result)) {
+        return;
+      }
+      const int64_t span = padded - window;
       if (span < 0) {
         result.error = "the pooling window is larger than the padded input";
         return;
       }
-      n = (ceil_mode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
-      if (ceil_mode && (n - 1) * strides[i] >= size + begin) --n;
+      n = span / stride + (ceil_mode && span % stride != 0 ? 1 : 0) + 1;
+      // In ceil mode a last window that would start in the end padding is dropped.
+      if (ceil_mode && n - 1 >= reach / stride + (reach % stride != 0 ? 1 : 0)) --n;
     }
     out.push_back(n);
   }
@@ -504,15 +539,19 @@ void attention_rule(const RuleInputs& in, NewerOpTypes& result) {
     }
     past = (*p)[2];
   }
+  int64_t keys = 0, q_hidden = 0;  // past + new sequence; Y's last dimension in 3-D
+  if (!checked_add(past, kv_seq, keys, result) || !checked_mul(q_heads, v_head, q_hidden, result)) {
+    return;
+  }
   const int32_t type = in.elem_type(0);
   if (rank == 4) {
     set_output(result, 0, type, {batch, q_heads, q_seq, v_head});
   } else {
-    set_output(result, 0, type, {batch, q_seq, q_heads * v_head});
+    set_output(result, 0, type, {batch, q_seq, q_hidden});
   }
-  set_output(result, 1, type, {batch, kv_heads, past + kv_seq, head});
-  set_output(result, 2, type, {batch, kv_heads, past + kv_seq, v_head});
-  set_output(result, 3, type, {batch, q_heads, q_seq, past + kv_seq});
+  set_output(result, 1, type, {batch, kv_heads, keys, head});
+  set_output(result, 2, type, {batch, kv_heads, keys, v_head});
+  set_output(result, 3, type, {batch, q_heads, q_seq, keys});
 }
 
 struct NewerOp {
