@@ -47,6 +47,36 @@ TEST(CliTest, InfoReportsGraphStatistics) {
   EXPECT_EQ(j["activation_bytes"], 4000000);
 }
 
+TEST(CliTest, InfoWritesTheGraphItReadsAndReadsItBack) {
+  // An ONNX import and a built-in training graph, written as dplace.graph/1 and read back: the
+  // same statistics, as the other commands will see them.
+  const std::string onnx = data("onnx/resnet50.onnx") + " --dim batch=4";
+  for (const std::string& graph : {onnx, std::string("rnnlm --layers 1 --seq 3 --training")}) {
+    const std::string written = (temp_dir() / "written.json").string();
+    RunResult first = run("info " + graph + " --json -o " + written);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    RunResult again = run("info " + written + " --json");
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    Json a = Json::parse(first.out), b = Json::parse(again.out);
+    EXPECT_EQ(b["format"], "dplace.graph/1");
+    for (const char* field : {"graph", "ops", "edges", "groups", "total_flops", "forward_flops",
+                              "param_bytes", "activation_bytes", "phases", "op_types"}) {
+      EXPECT_EQ(a[field], b[field]) << graph << ": " << field;
+    }
+  }
+  const std::string chain = data("cli/chain.json");
+  RunResult same = run("info " + chain + " -o " + chain);
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_NE(same.err.find("GRAPH " + chain + " and -o " + chain + " are the same file"),
+            std::string::npos)
+      << same.err;
+  RunResult nowhere = run("info rnnlm -o /nonexistent-dir/g.json");
+  EXPECT_EQ(nowhere.exit_code, 2);
+  EXPECT_NE(nowhere.err.find("/nonexistent-dir/g.json: cannot open file for writing"),
+            std::string::npos)
+      << nowhere.err;
+}
+
 TEST(CliTest, SimulateGivesHandComputedStepTime) {
   // x on cpu: no work -> 0 (Input with no flops; bytes_accessed = 1 MB output -> 1e6/1e10 = 1e-4
   // s). x -> a crosses cpu->gpu: 1e6 B / 1e9 B/s = 1e-3 s. a, b on gpu: max(2e9/1e12, 2e6/1e11) =

@@ -1,4 +1,6 @@
-// dplace info GRAPH [model options] [--json]: statistics of a graph.
+// dplace info GRAPH [model options] [--json] [-o FILE.json]: statistics of a graph, and the graph
+// itself as dplace.graph/1 (an ONNX import, a built-in model at the sizes given) for other tools or
+// for editing by hand.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include "dplace/cli/commands.h"
 #include "dplace/cli/report.h"
 #include "dplace/cli/workload.h"
+#include "dplace/io/graph_json.h"
 
 namespace dplace::cli {
 namespace {
@@ -14,11 +17,19 @@ namespace {
 struct InfoArgs {
   GraphArgs graph;
   bool json = false;
+  std::string graph_out;  // -o: the graph as dplace.graph/1
 };
 
 void run_info(const InfoArgs& args) {
+  OutputArgs out;
+  out.placement_path = args.graph_out;
+  check_output_paths(out);
   const Workload w = load_workload(args.graph);
   const Graph& g = w.graph;
+  if (!args.graph_out.empty()) {
+    if (!w.path.empty()) check_outputs_apart({{"GRAPH", w.path}, {"-o", args.graph_out}});
+    write_graph_file(g, args.graph_out);
+  }
   double forward_flops = 0;
   int64_t activation_bytes = 0;
   std::map<std::string, int64_t> phases;
@@ -84,6 +95,10 @@ void add_info_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "print statistics of a model or graph file");
   add_graph_options(cmd, args->graph);
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("-o,--output", args->graph_out,
+                  "write the graph (as imported or built, with --training's ops) as "
+                  "dplace.graph/1 JSON")
+      ->check(non_empty_value("a file name"));
   cmd->callback([args] { run_info(*args); });
 }
 
