@@ -56,7 +56,7 @@
 #include "dplace/core/error.h"
 #include "dplace/io/importers.h"
 #include "dplace/io/onnx_common.h"
-#include "dplace/io/onnx_newer_ops.h"
+#include "dplace/io/onnx_op_rules.h"
 #include "dplace/ir/training.h"
 
 namespace dplace {
@@ -1070,8 +1070,12 @@ const std::unordered_map<std::string, double>& elementwise_flops() {
       {"LayerNormalization", 7},
       {"InstanceNormalization", 7},
       {"GroupNormalization", 7},
-      // RMSNormalization (23): square, mean, normalise, scale.
+      // RMSNormalization (23) and onnxruntime's SimplifiedLayerNormalization: square, mean,
+      // normalise, scale.
       {"RMSNormalization", 4},
+      {"SimplifiedLayerNormalization", 4},
+      // onnxruntime's BiasAdd: X + bias + skip.
+      {"BiasAdd", 2},
       {"MeanVarianceNormalization", 6},
       {"LpNormalization", 3},
       // Softmax: max, subtract, exp, sum, divide.
@@ -1120,6 +1124,95 @@ const std::unordered_set<std::string>& data_movement_ops() {
                                                        "CenterCropPad",
                                                        "TensorScatter"};
   return kSet;
+}
+
+// Costs of onnxruntime's fused contrib ops (domain com.microsoft) whose work is not one flop count
+// per output element; nullopt for the others. Attention's key length is the present cache's when
+// the node has one (with a shared buffer, its full length: an upper bound).
+std::optional<CostEstimate> estimate_contrib_cost(const CostInputs& c) {
+  const std::string& op = c.node.op_type();
+  const std::optional<TensorInfo> none;
+  const auto& in = [&](size_t i) -> const std::optional<TensorInfo>& {
+    return i < c.in.size() ? c.in[i] : none;
+  };
+  const auto& out = [&](size_t i) -> const std::optional<TensorInfo>& {
+    return i < c.out.size() ? c.out[i] : none;
+  };
+  auto present = [&](size_t i) {
+    return i < static_cast<size_t>(c.node.input_size()) &&
+           !c.node.input(static_cast<int>(i)).empty();
+  };
+  const std::optional<TensorInfo>& y = out(0);
+  auto dim = [](const std::optional<TensorInfo>& t, size_t i) {
+    return static_cast<double>(t->dims[i]);
+  };
+  // Q K^T and the weighted sum of V over every score, scaling and softmax (6 flops a score) and a
+  // mask (1).
+  auto attention = [](double scores, double head, double v_head, bool masked) {
+    return 2 * scores * (head + v_head) + (masked ? 7 : 6) * scores;
+  };
+  CostEstimate cost;
+  if (op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization") {
+    // The skip and bias additions, then layer (7 flops an element) or RMS (4) normalisation.
+    if (!y) return cost;
+    double per = (op == "SkipLayerNormalization" ? 7 : 4) + 1 + (present(4) ? 1 : 0);
+    cost.flops = per * y->elements();
+  } else if (op == "EmbedLayerNormalization") {
+    // Word, position (and segment) rows gathered and added, then layer normalisation; only the
+    // gathered rows of the tables are read.
+    if (!y || !in(0)) return cost;
+    double tables = present(1) ? 3 : 2;
+    cost.flops = (tables - 1 + 7) * y->elements();
+    cost.bytes_accessed = (tables + 1) * static_cast<double>(y->bytes()) +
+                          static_cast<double>(in(0)->bytes()) * (present(1) ? 2 : 1);
+  } else if (op == "Attention") {
+    const auto& x = in(0);
+    const auto& w = in(1);
+    const double heads = static_cast<double>(attr_int(c.node, "num_heads", 0));
+    if (!y || !x || !w || x->dims.size() != 3 || w->dims.size() != 2 || heads <= 0) return cost;
+    std::vector<int64_t> sizes = attr_ints(c.node, "qkv_hidden_sizes");
+    double hidden = sizes.size() == 3 ? static_cast<double>(sizes[0]) : dim(w, 1) / 3;
+    double v_hidden = dim(y, 2);
+    double batch = dim(x, 0), sequence = dim(x, 1);
+    double keys = out(1) && out(1)->dims.size() == 5 ? dim(out(1), 3) : sequence;
+    bool masked = present(3) || attr_int(c.node, "unidirectional", 0) != 0;
+    cost.flops =
+        2 * batch * sequence * dim(x, 2) * dim(w, 1) +
+        (present(2) ? batch * sequence * dim(w, 1) : 0) +
+        attention(batch * heads * sequence * keys, hidden / heads, v_hidden / heads, masked);
+  } else if (op == "MultiHeadAttention" || op == "GroupQueryAttention") {
+    const auto& q = in(0);
+    const double heads = static_cast<double>(attr_int(c.node, "num_heads", 0));
+    if (!y || !q || (q->dims.size() != 3 && q->dims.size() != 5) || heads <= 0) return cost;
+    double batch = dim(q, 0), sequence = dim(q, 1);
+    double head = q->dims.size() == 5 ? dim(q, 4) : dim(q, 2) / heads;
+    double v_head = dim(y, 2) / heads;
+    double keys = sequence;
+    if (out(1) && out(1)->dims.size() == 4) {
+      keys = dim(out(1), 2);
+    } else if (op == "MultiHeadAttention" && in(2) && in(2)->dims.size() >= 3) {
+      keys = dim(in(2), in(2)->dims.size() == 3 ? 1 : 2);
+    }
+    bool masked = op == "GroupQueryAttention" || present(4) || present(5) ||
+                  attr_int(c.node, "unidirectional", 0) != 0;
+    cost.flops = attention(batch * heads * sequence * keys, head, v_head, masked);
+  } else if (op == "MatMulNBits") {
+    // The product, and dequantizing the (N, K) weight: a subtraction and a scaling per value.
+    const double k = static_cast<double>(attr_int(c.node, "K", 0));
+    const double n = static_cast<double>(attr_int(c.node, "N", 0));
+    if (!y || k <= 0) return cost;
+    cost.flops = 2 * y->elements() * k + 2 * n * k;
+  } else if (op == "FusedMatMul") {
+    const auto& a = in(0);
+    if (!y || !a || a->dims.size() < 2) return cost;
+    cost.flops =
+        2 * y->elements() *
+        dim(a, attr_int(c.node, "transA", 0) != 0 ? a->dims.size() - 2 : a->dims.size() - 1);
+  } else {
+    return std::nullopt;
+  }
+  cost.has_formula = true;
+  return cost;
 }
 
 CostEstimate estimate_cost(const CostInputs& c) {
@@ -1190,6 +1283,9 @@ CostEstimate estimate_cost(const CostInputs& c) {
     cost.flops = 2 * scores * (head + v_head) + (masked ? 7 : 6) * scores;
     cost.has_formula = true;
     return cost;
+  }
+  if (c.node.domain() == "com.microsoft") {
+    if (std::optional<CostEstimate> contrib = estimate_contrib_cost(c)) return *contrib;
   }
   if (op == "ConvTranspose") {
     const auto& x = in(0);
@@ -1297,9 +1393,10 @@ CostEstimate estimate_cost(const CostInputs& c) {
   return cost;
 }
 
-// Weight slots: the inputs of each op type that hold parameters. A graph input without an
-// initializer is a weight when every use of it (looking through the ops in kWeightPassThrough) is a
-// weight slot.
+// Weight slots: the inputs of each op type that hold parameters (keyed "DOMAIN:TYPE" outside the
+// default domain, where a type may mean another op: onnxruntime's Attention is not ONNX's). A graph
+// input without an initializer is a weight when every use of it (looking through the ops in
+// kWeightPassThrough) is a weight slot.
 const std::unordered_map<std::string, std::vector<int>>& weight_slots() {
   static const std::unordered_map<std::string, std::vector<int>> kSlots = {
       {"Conv", {1, 2}},
@@ -1312,6 +1409,13 @@ const std::unordered_map<std::string, std::vector<int>>& weight_slots() {
       {"GroupNormalization", {1, 2}},
       {"RMSNormalization", {1}},
       {"DeformConv", {1, 3}},
+      {"SimplifiedLayerNormalization", {1}},
+      {"com.microsoft:SimplifiedLayerNormalization", {1}},
+      {"com.microsoft:SkipLayerNormalization", {2, 3, 4}},
+      {"com.microsoft:SkipSimplifiedLayerNormalization", {2, 3}},
+      {"com.microsoft:EmbedLayerNormalization", {2, 3, 4, 5, 6}},
+      {"com.microsoft:Attention", {1, 2}},
+      {"com.microsoft:MatMulNBits", {1, 2, 3, 5}},
       {"LSTM", {1, 2, 3}},
       {"GRU", {1, 2, 3}},
       {"RNN", {1, 2, 3}},
@@ -1323,11 +1427,6 @@ const std::unordered_set<std::string>& weight_pass_through() {
   static const std::unordered_set<std::string> kSet = {
       "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Cast"};
   return kSet;
-}
-
-// Ops with no ONNX schema in this libonnx whose output 0 has input 0's type and shape.
-bool is_same_shape_unknown_op(const std::string& op) {
-  return op == "Gelu" || op == "FastGelu" || op == "BiasGelu" || op == "QuickGelu" || op == "Mish";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1601,7 +1700,9 @@ class OnnxImporter {
         }
         continue;
       }
-      auto slots = weight_slots().find(node.op_type());
+      const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+      auto slots =
+          weight_slots().find(domain.empty() ? node.op_type() : domain + ":" + node.op_type());
       if (slots == weight_slots().end() ||
           std::find(slots->second.begin(), slots->second.end(), use.slot) == slots->second.end()) {
         return false;
@@ -1854,7 +1955,7 @@ class OnnxImporter {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     if (domain.empty()) {
-      std::optional<NewerOpTypes> newer = infer_newer_op(node, opset_of(""), node_inputs(node));
+      std::optional<RuleResult> newer = infer_newer_op(node, opset_of(""), node_inputs(node));
       if (newer) {
         error = std::move(newer->error);
         return std::move(newer->outputs);
@@ -1863,13 +1964,12 @@ class OnnxImporter {
     const ox::OpSchema* schema =
         ox::OpSchemaRegistry::Schema(node.op_type(), opset_of(domain), domain);
     if (schema == nullptr) {
-      if (is_same_shape_unknown_op(node.op_type()) && node.input_size() > 0 &&
-          types_.count(node.input(0)) > 0 && !out.empty()) {
-        out[0] = *types_.at(node.input(0));
-      } else {
-        error = "ONNX has no schema for op type '" + node.op_type() + "'" +
-                (domain.empty() ? "" : " in domain '" + domain + "'");
+      if (std::optional<RuleResult> contrib = infer_contrib_op(node, node_inputs(node))) {
+        error = std::move(contrib->error);
+        return std::move(contrib->outputs);
       }
+      error = "ONNX has no schema for op type '" + node.op_type() + "'" +
+              (domain.empty() ? "" : " in domain '" + domain + "'");
       return out;
     }
     if (std::string problem = precheck(node); !problem.empty()) {

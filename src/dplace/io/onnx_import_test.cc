@@ -680,6 +680,88 @@ TEST(OnnxImportTest, OpsAddedAfterOpset17HaveShapesAndCosts) {
   EXPECT_DOUBLE_EQ(op_named(loaded.graph, "gqa").flops,
                    2 * gqa_scores * (16 + 16) + 7 * gqa_scores);
   EXPECT_EQ(output_shapes(loaded.graph, "bits"), Json::parse("[[3, 4]]"));
+  // Attention-23's K is data, not a weight (onnxruntime's Attention takes weights in that slot).
+  EXPECT_EQ(op_named(loaded.graph, "k").type, "Input");
+}
+
+TEST(OnnxImportTest, OnnxruntimeContribOpsHaveShapesAndCosts) {
+  ModelBuilder m(17);
+  auto* ms = m.proto().add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  auto microsoft = [&](const std::string& op, const std::vector<std::string>& inputs,
+                       const std::vector<std::string>& outputs) -> ox::NodeProto& {
+    ox::NodeProto& n = m.node(op, inputs, outputs);
+    n.set_domain("com.microsoft");
+    return n;
+  };
+  m.input("ids", {2, 8}, "", ox::TensorProto_DataType_INT64);
+  m.weight("words", {100, 16}).weight("positions", {32, 16}).weight("gamma", {16});
+  m.weight("beta", {16}).weight("w_qkv", {16, 48}).weight("b_qkv", {48});
+  m.weight("gamma2", {16}).weight("beta2", {16}).weight("bias2", {16}).weight("scales", {32});
+  auto* packed =
+      m.proto().mutable_graph()->add_initializer();  // 4-bit (32, 16) weight, 8 bytes/row
+  packed->set_name("w4");
+  packed->set_data_type(ox::TensorProto_DataType_UINT8);
+  for (int64_t d : {32, 1, 8}) packed->add_dims(d);
+  packed->set_raw_data(std::string(32 * 8, '\x11'));
+  m.input("q", {2, 8, 64});
+  m.input("kv_k", {2, 8, 32});
+  m.input("kv_v", {2, 8, 32});
+  m.input("cache_k", {2, 2, 20, 16});
+  m.input("cache_v", {2, 2, 20, 16});
+  m.input("k10", {2, 10, 64});
+  m.input("v10", {2, 10, 64});
+  microsoft("EmbedLayerNormalization", {"ids", "", "words", "positions", "", "gamma", "beta"},
+            {"emb", "mask_index"});
+  ModelBuilder::attr(microsoft("Attention", {"emb", "w_qkv", "b_qkv"}, {"att"}), "num_heads",
+                     int64_t{4});
+  microsoft("SkipLayerNormalization", {"att", "emb", "gamma2", "beta2", "bias2"},
+            {"sln", "", "", "residual"});
+  auto& nbits = microsoft("MatMulNBits", {"sln", "w4", "scales"}, {"proj"});
+  for (const auto& [name, value] : std::vector<std::pair<std::string, int64_t>>{
+           {"K", 16}, {"N", 32}, {"bits", 4}, {"block_size", 16}}) {
+    ModelBuilder::attr(nbits, name, value);
+  }
+  auto& gqa = microsoft("GroupQueryAttention", {"q", "kv_k", "kv_v", "cache_k", "cache_v"},
+                        {"gqa", "present_k", "present_v"});
+  ModelBuilder::attr(gqa, "num_heads", int64_t{4});
+  ModelBuilder::attr(gqa, "kv_num_heads", int64_t{2});
+  auto& mha = microsoft("MultiHeadAttention", {"q", "k10", "v10"}, {"mha", "mha_k", "mha_v"});
+  ModelBuilder::attr(mha, "num_heads", int64_t{4});
+  m.node("SimplifiedLayerNormalization", {"mha", "gamma_64"}, {"rms"});
+  m.weight("gamma_64", {64});
+  for (const char* out :
+       {"mask_index", "residual", "proj", "present_k", "present_v", "mha_k", "mha_v", "rms"}) {
+    m.output(out);
+  }
+  const LoadedGraph loaded = read_onnx_file(m.save("contrib.onnx"), {});
+  for (const std::string& warning : loaded.warnings) {
+    EXPECT_EQ(warning.find("no cost formula"), std::string::npos) << warning;
+  }
+  const Graph& g = loaded.graph;
+  EXPECT_EQ(output_shapes(g, "emb"), Json::parse("[[2, 8, 16], [2]]"));
+  EXPECT_EQ(op_named(g, "emb").param_bytes, (100 * 16 + 32 * 16 + 16 + 16) * 4);
+  EXPECT_DOUBLE_EQ(op_named(g, "emb").flops, 8.0 * 256);  // two rows added, then 7 a value
+  EXPECT_EQ(output_shapes(g, "att"), Json::parse("[[2, 8, 16]]"));
+  // Projection 2 x 16 rows x 16 x 48 and its bias, then 2 x 4 heads x 8 x 8 scores of head size 4.
+  EXPECT_DOUBLE_EQ(op_named(g, "att").flops,
+                   2.0 * 16 * 16 * 48 + 16 * 48 + 2 * 512 * (4 + 4) + 6 * 512);
+  EXPECT_EQ(op_named(g, "att").param_bytes, (16 * 48 + 48) * 4);
+  EXPECT_EQ(output_shapes(g, "sln"), Json::parse("[[2, 8, 16], null, null, [2, 8, 16]]"));
+  EXPECT_DOUBLE_EQ(op_named(g, "sln").flops, 9.0 * 256);
+  EXPECT_EQ(output_shapes(g, "proj"), Json::parse("[[2, 8, 32]]"));
+  EXPECT_DOUBLE_EQ(op_named(g, "proj").flops, 2.0 * 16 * 32 * 16 + 2 * 32 * 16);
+  EXPECT_EQ(op_named(g, "proj").param_bytes, 32 * 8 + 32 * 4);
+  // The caches share their buffer with the past ones: 20 positions, all scored (an upper bound).
+  EXPECT_EQ(output_shapes(g, "gqa"), Json::parse("[[2, 8, 64], [2, 2, 20, 16], [2, 2, 20, 16]]"));
+  const double gqa_scores = 2.0 * 4 * 8 * 20;
+  EXPECT_DOUBLE_EQ(op_named(g, "gqa").flops, 2 * gqa_scores * 32 + 7 * gqa_scores);
+  EXPECT_EQ(output_shapes(g, "mha"), Json::parse("[[2, 8, 64], [2, 4, 10, 16], [2, 4, 10, 16]]"));
+  const double mha_scores = 2.0 * 4 * 8 * 10;
+  EXPECT_DOUBLE_EQ(op_named(g, "mha").flops, 2 * mha_scores * 32 + 6 * mha_scores);
+  EXPECT_EQ(output_shapes(g, "rms"), Json::parse("[[2, 8, 64]]"));
+  EXPECT_DOUBLE_EQ(op_named(g, "rms").flops, 4.0 * 1024);
 }
 
 TEST(OnnxImportTest, HostileSizesInNewerOpsAreErrorsNotOverflows) {

@@ -1,6 +1,6 @@
-// Shape rules for the ONNX ops newer than this libonnx (see onnx_newer_ops.h). Each rule follows
-// the op's definition in the ONNX operator reference at the version named beside it.
-#include "dplace/io/onnx_newer_ops.h"
+// Shape rules for the ONNX ops of the default domain newer than this libonnx (onnx_op_rules.h
+// lists them). Each follows the op's definition in the ONNX operator reference at the version
+// named beside it.
 
 #include <cmath>
 #include <cstdint>
@@ -11,118 +11,16 @@
 #include <vector>
 
 #include "dplace/io/onnx_common.h"
+#include "dplace/io/onnx_op_rules.h"
 
 namespace dplace::onnx_detail {
 namespace {
 
-// What a rule reads: the node and its inputs. A rule sets the outputs it can infer and, when it
-// cannot, says why in `result.error` (the importer adds the node and output to the message).
-class RuleInputs {
- public:
-  RuleInputs(const ox::NodeProto& node, const std::vector<NodeInput>& inputs)
-      : node_(node), inputs_(inputs) {}
-
-  const ox::NodeProto& node() const { return node_; }
-  bool present(size_t slot) const {
-    return slot < inputs_.size() && slot < static_cast<size_t>(node_.input_size()) &&
-           !node_.input(static_cast<int>(slot)).empty();
-  }
-  // Element type of input `slot`, 0 when unknown or absent.
-  int32_t elem_type(size_t slot) const {
-    if (!present(slot) || inputs_[slot].type == nullptr) return 0;
-    const ox::TypeProto& t = *inputs_[slot].type;
-    return t.has_tensor_type() ? t.tensor_type().elem_type() : 0;
-  }
-  // Every dimension of input `slot`, when all are known.
-  std::optional<std::vector<int64_t>> dims(size_t slot) const {
-    if (!present(slot) || inputs_[slot].type == nullptr) return std::nullopt;
-    const ox::TypeProto& t = *inputs_[slot].type;
-    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return std::nullopt;
-    std::vector<int64_t> out;
-    for (const auto& d : t.tensor_type().shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
-      out.push_back(d.dim_value());
-    }
-    return out;
-  }
-  // The values of constant input `slot` as integers (beyond int64's range: its limits), when
-  // known and all integral.
-  std::optional<std::vector<int64_t>> ints(size_t slot) const {
-    if (!present(slot) || inputs_[slot].values == nullptr) return std::nullopt;
-    constexpr double kLimit = 9223372036854775807.0;  // 2^63, the first double beyond int64
-    std::vector<int64_t> out;
-    for (double v : *inputs_[slot].values) {
-      if (std::isnan(v) || v != std::trunc(v)) return std::nullopt;
-      out.push_back(v >= kLimit    ? std::numeric_limits<int64_t>::max()
-                    : v <= -kLimit ? std::numeric_limits<int64_t>::min()
-                                   : static_cast<int64_t>(v));
-    }
-    return out;
-  }
-  const std::vector<double>* values(size_t slot) const {
-    return present(slot) ? inputs_[slot].values : nullptr;
-  }
-
- private:
-  const ox::NodeProto& node_;
-  const std::vector<NodeInput>& inputs_;
-};
-
-using Rule = void (*)(const RuleInputs& in, NewerOpTypes& result);
-
-void set_output(NewerOpTypes& result, size_t index, int32_t elem_type,
-                const std::vector<int64_t>& dims) {
-  if (index < result.outputs.size()) result.outputs[index] = tensor_type(elem_type, dims);
-}
-
-// Sizes come from the file and may be anything: a sum or product that leaves int64 is an error in
-// `result`, not a wrap-around.
-bool checked_add(int64_t a, int64_t b, int64_t& sum, NewerOpTypes& result) {
-  if (!__builtin_add_overflow(a, b, &sum)) return true;
-  result.error = "its sizes overflow 64-bit integers";
-  return false;
-}
-bool checked_mul(int64_t a, int64_t b, int64_t& product, NewerOpTypes& result) {
-  if (!__builtin_mul_overflow(a, b, &product)) return true;
-  result.error = "its sizes overflow 64-bit integers";
-  return false;
-}
-
-std::string slot_name(size_t slot) { return "input " + std::to_string(slot); }
-
-// Input `slot`'s dims, or an error in `result`.
-std::optional<std::vector<int64_t>> need_dims(const RuleInputs& in, size_t slot,
-                                              NewerOpTypes& result) {
-  std::optional<std::vector<int64_t>> d = in.dims(slot);
-  if (!d && result.error.empty()) result.error = "the shape of " + slot_name(slot) + " is unknown";
-  return d;
-}
-
-// Axes normalised against `rank`, or an error in `result`.
-std::optional<std::vector<int64_t>> normalize_axes(const std::vector<int64_t>& axes, size_t rank,
-                                                   NewerOpTypes& result) {
-  std::vector<int64_t> out;
-  for (int64_t a : axes) {
-    std::optional<int64_t> n = normalize_axis(a, rank);
-    if (!n) {
-      result.error =
-          "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank);
-      return std::nullopt;
-    }
-    for (int64_t seen : out) {
-      if (seen == *n) {
-        result.error = "axis " + std::to_string(a) + " is given twice";
-        return std::nullopt;
-      }
-    }
-    out.push_back(*n);
-  }
-  return out;
-}
+using Rule = void (*)(const RuleInputs& in, RuleResult& result);
 
 // Reduce*-18: axes is an optional int64 input; without it (or with it empty) every axis is reduced
 // unless noop_with_empty_axes is 1, which makes the op an identity.
-void reduce_rule(const RuleInputs& in, NewerOpTypes& result) {
+void reduce_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   std::vector<int64_t> axes;
@@ -159,7 +57,7 @@ void reduce_rule(const RuleInputs& in, NewerOpTypes& result) {
 
 // Split-18: sizes from the `split` input, else num_outputs chunks of ceil(dim / n) with a smaller
 // last one, else equal parts, one per output.
-void split_rule(const RuleInputs& in, NewerOpTypes& result) {
+void split_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   std::optional<int64_t> axis = normalize_axis(attr_int(in.node(), "axis", 0), d->size());
@@ -221,7 +119,7 @@ void split_rule(const RuleInputs& in, NewerOpTypes& result) {
 
 // Pad-18: pads (input 1) hold the begin values of every padded axis, then the end values; the
 // padded axes are `axes` (input 3) or all of them.
-void pad_rule(const RuleInputs& in, NewerOpTypes& result) {
+void pad_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   std::optional<std::vector<int64_t>> pads = in.ints(1);
@@ -265,7 +163,7 @@ void pad_rule(const RuleInputs& in, NewerOpTypes& result) {
 // Resize-18: scales (input 2) or sizes (input 3) for the axes in attribute `axes` (default all);
 // with sizes, keep_aspect_ratio_policy not_larger/not_smaller scales every resized axis by the
 // smallest/largest of the ratios.
-void resize_rule(const RuleInputs& in, NewerOpTypes& result) {
+void resize_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   std::vector<int64_t> axes = attr_ints(in.node(), "axes");
@@ -331,7 +229,7 @@ void resize_rule(const RuleInputs& in, NewerOpTypes& result) {
 
 // AveragePool-19 and LpPool-18: pooling windows with dilations, pads or auto_pad, and ceil_mode
 // (where a window that would start past the input and its begin padding is dropped).
-void pool_rule(const RuleInputs& in, NewerOpTypes& result) {
+void pool_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   if (d->size() < 3) {
@@ -392,7 +290,7 @@ void pool_rule(const RuleInputs& in, NewerOpTypes& result) {
 }
 
 // Cast-19 (saturate) and CastLike-19: the input's shape, the type named by `to` or input 1.
-void cast_rule(const RuleInputs& in, NewerOpTypes& result) {
+void cast_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   const int32_t to = in.node().op_type() == "CastLike"
@@ -407,7 +305,7 @@ void cast_rule(const RuleInputs& in, NewerOpTypes& result) {
 
 // QuantizeLinear-19/21/23: x's shape; the type of the zero point, else output_dtype, else uint8.
 // DequantizeLinear-19/21/23: x's shape; output_dtype, else the scale's type.
-void quantize_rule(const RuleInputs& in, NewerOpTypes& result) {
+void quantize_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   const auto output_dtype = static_cast<int32_t>(attr_int(in.node(), "output_dtype", 0));
@@ -428,13 +326,13 @@ void quantize_rule(const RuleInputs& in, NewerOpTypes& result) {
 
 // Output 0 has input 0's type and shape: the normalisations, activations and TensorScatter (whose
 // output is its updated cache, input 0).
-void same_shape_rule(const RuleInputs& in, NewerOpTypes& result) {
+void same_shape_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (d) set_output(result, 0, in.elem_type(0), *d);
 }
 
 // BitwiseAnd/Or/Xor-18: numpy broadcasting of inputs 0 and 1.
-void broadcast_rule(const RuleInputs& in, NewerOpTypes& result) {
+void broadcast_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> a = need_dims(in, 0, result);
   std::optional<std::vector<int64_t>> b = need_dims(in, 1, result);
   if (!a || !b) return;
@@ -454,7 +352,7 @@ void broadcast_rule(const RuleInputs& in, NewerOpTypes& result) {
 }
 
 // CenterCropPad-18: the axes in attribute `axes` (default all) take the sizes of input 1.
-void center_crop_pad_rule(const RuleInputs& in, NewerOpTypes& result) {
+void center_crop_pad_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   std::optional<std::vector<int64_t>> shape = in.ints(1);
@@ -486,7 +384,7 @@ void center_crop_pad_rule(const RuleInputs& in, NewerOpTypes& result) {
 
 // DeformConv-19: X (N, C, spatial), W (oC, C/group, kernel), offset (N, 2 * offset_group *
 // prod(kernel), out spatial): the output is (N, oC, out spatial).
-void deform_conv_rule(const RuleInputs& in, NewerOpTypes& result) {
+void deform_conv_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> x = need_dims(in, 0, result);
   std::optional<std::vector<int64_t>> w = need_dims(in, 1, result);
   std::optional<std::vector<int64_t>> offset = need_dims(in, 2, result);
@@ -504,7 +402,7 @@ void deform_conv_rule(const RuleInputs& in, NewerOpTypes& result) {
 // kv_num_heads, as (batch, sequence, heads x head size); past_key and past_value (inputs 4, 5) are
 // (batch, kv heads, past sequence, head size). Outputs: Y in Q's layout with V's head size,
 // present_key and present_value over past + new sequence, and the attention scores.
-void attention_rule(const RuleInputs& in, NewerOpTypes& result) {
+void attention_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> q = need_dims(in, 0, result);
   std::optional<std::vector<int64_t>> k = need_dims(in, 1, result);
   std::optional<std::vector<int64_t>> v = need_dims(in, 2, result);
@@ -597,11 +495,11 @@ constexpr NewerOp kNewerOps[] = {
 
 }  // namespace
 
-std::optional<NewerOpTypes> infer_newer_op(const ox::NodeProto& node, int opset,
-                                           const std::vector<NodeInput>& inputs) {
+std::optional<RuleResult> infer_newer_op(const ox::NodeProto& node, int opset,
+                                         const std::vector<NodeInput>& inputs) {
   for (const NewerOp& newer : kNewerOps) {
     if (newer.op != node.op_type() || opset < newer.since) continue;
-    NewerOpTypes result;
+    RuleResult result;
     result.outputs.resize(static_cast<size_t>(node.output_size()));
     newer.rule(RuleInputs(node, inputs), result);
     return result;

@@ -1,0 +1,323 @@
+// Shape rules for onnxruntime's contrib ops (onnx_op_rules.h): the fused ops its transformer
+// optimizer writes into BERT- and GPT-style models (SkipLayerNormalization,
+// EmbedLayerNormalization, Attention, MultiHeadAttention, BiasAdd, FastGelu, ...) and those its
+// model builder writes into quantized language models (GroupQueryAttention, MatMulNBits,
+// RotaryEmbedding, SkipSimplifiedLayerNormalization, ...). Each follows the op's schema and shape
+// inference in onnxruntime's contrib-op definitions (version 1 of domain com.microsoft); where
+// onnxruntime leaves an output's shape to run time, the rule says what it takes and
+// docs/importers.md repeats it.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dplace/io/onnx_common.h"
+#include "dplace/io/onnx_op_rules.h"
+
+namespace dplace::onnx_detail {
+namespace {
+
+using Rule = void (*)(const RuleInputs& in, RuleResult& result);
+
+// Output 0 has input 0's type and shape (activations, BiasAdd, RotaryEmbedding).
+void same_shape_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (d) set_output(result, 0, in.elem_type(0), *d);
+}
+
+// SkipLayerNormalization and SkipSimplifiedLayerNormalization: output 0 and the sum of input, skip
+// and bias (output 3) have the input's shape; mean and inverse standard deviation (outputs 1, 2)
+// are float, one per normalised row.
+void skip_layer_norm_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  if (d->empty()) {
+    result.error = "input 0 is a scalar";
+    return;
+  }
+  std::vector<int64_t> rows = *d;
+  rows.back() = 1;
+  set_output(result, 0, in.elem_type(0), *d);
+  set_output(result, 1, ox::TensorProto_DataType_FLOAT, rows);
+  set_output(result, 2, ox::TensorProto_DataType_FLOAT, rows);
+  set_output(result, 3, in.elem_type(0), *d);
+}
+
+// SimplifiedLayerNormalization (RMS normalisation over the axes from `axis`, default -1): Y has the
+// input's shape, the inverse standard deviation (output 1) is float with those axes of size 1.
+void simplified_layer_norm_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (!d) return;
+  std::optional<int64_t> axis = normalize_axis(attr_int(in.node(), "axis", -1), d->size());
+  if (!axis) {
+    result.error = "attribute 'axis' is out of range for rank " + std::to_string(d->size());
+    return;
+  }
+  std::vector<int64_t> rows = *d;
+  for (size_t i = static_cast<size_t>(*axis); i < rows.size(); ++i) rows[i] = 1;
+  set_output(result, 0, in.elem_type(0), *d);
+  set_output(result, 1, ox::TensorProto_DataType_FLOAT, rows);
+}
+
+// EmbedLayerNormalization: input_ids (batch, sequence) -> output and embedding_sum (batch,
+// sequence, hidden) of the word embedding's type and width, and mask_index (batch), int32.
+void embed_layer_norm_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> ids = need_dims(in, 0, result);
+  std::optional<std::vector<int64_t>> words = need_dims(in, 2, result);
+  if (!ids || !words) return;
+  if (ids->size() != 2 || words->size() != 2) {
+    result.error = "input_ids and word_embedding must have rank 2";
+    return;
+  }
+  const std::vector<int64_t> out = {(*ids)[0], (*ids)[1], (*words)[1]};
+  set_output(result, 0, in.elem_type(2), out);
+  set_output(result, 1, ox::TensorProto_DataType_INT32, {(*ids)[0]});
+  set_output(result, 2, in.elem_type(2), out);
+}
+
+// Attention (com.microsoft): input (batch, sequence, input hidden) projected by the merged Q/K/V
+// weights (input hidden, hidden + hidden + v_hidden); output (batch, sequence, v_hidden), v_hidden
+// from qkv_hidden_sizes, else a third of the bias or of the weights' width. present (output 1)
+// extends past (2, batch, heads, past sequence, head size) by the sequence, or is past itself
+// with past_present_share_buffer; without past it is (2, batch, heads, sequence, head size).
+void ms_attention_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> x = need_dims(in, 0, result);
+  if (!x) return;
+  if (x->size() != 3) {
+    result.error = "input 0 must have rank 3";
+    return;
+  }
+  const std::vector<int64_t> sizes = attr_ints(in.node(), "qkv_hidden_sizes");
+  int64_t hidden = 0, v_hidden = 0;
+  if (sizes.size() == 3) {
+    hidden = sizes[0], v_hidden = sizes[2];
+  } else if (std::optional<std::vector<int64_t>> width = in.present(2) ? in.dims(2) : in.dims(1)) {
+    if (width->empty()) {
+      result.error = "the bias or weights have no dimensions";
+      return;
+    }
+    hidden = v_hidden = width->back() / 3;
+  } else {
+    result.error = "the shapes of the bias and weights are unknown";
+    return;
+  }
+  const int64_t batch = (*x)[0], sequence = (*x)[1];
+  set_output(result, 0, in.elem_type(0), {batch, sequence, v_hidden});
+  const int64_t heads = attr_int(in.node(), "num_heads", 0);
+  if (in.present(4)) {
+    std::optional<std::vector<int64_t>> past = need_dims(in, 4, result);
+    if (!past) return;
+    if (past->size() != 5) {
+      result.error = "past must have rank 5";
+      return;
+    }
+    std::vector<int64_t> present = *past;
+    if (attr_int(in.node(), "past_present_share_buffer", 0) == 0 &&
+        !checked_add(present[3], sequence, present[3], result)) {
+      return;
+    }
+    set_output(result, 1, in.elem_type(0), present);
+  } else if (heads > 0 && hidden % heads == 0) {
+    set_output(result, 1, in.elem_type(0), {2, batch, heads, sequence, hidden / heads});
+  } else if (result.outputs.size() > 1) {
+    result.error = "attribute 'num_heads' does not divide the hidden size";
+  }
+}
+
+// The key/value cache of MultiHeadAttention and GroupQueryAttention (outputs 1 and 2): the past
+// cache itself with a shared buffer, else the past extended by the new keys; without a past cache,
+// (batch, kv heads, new keys, head size).
+void present_cache(const RuleInputs& in, size_t past_slot, bool shared, int64_t batch,
+                   int64_t kv_heads, int64_t keys, int64_t head, int64_t v_head,
+                   RuleResult& result) {
+  for (size_t k = 0; k < 2; ++k) {
+    if (in.present(past_slot + k)) {
+      std::optional<std::vector<int64_t>> past = need_dims(in, past_slot + k, result);
+      if (!past) return;
+      if (past->size() != 4) {
+        result.error = "the past key and value caches must have rank 4";
+        return;
+      }
+      std::vector<int64_t> present = *past;
+      if (!shared && !checked_add(present[2], keys, present[2], result)) return;
+      set_output(result, 1 + k, in.elem_type(past_slot + k), present);
+    } else {
+      set_output(result, 1 + k, in.elem_type(0), {batch, kv_heads, keys, k == 0 ? head : v_head});
+    }
+  }
+}
+
+// MultiHeadAttention: query (batch, sequence, hidden), key and value (batch, keys, hidden) or
+// (batch, heads, keys, head size); or query packed with K and V (batch, sequence, heads, 3, head
+// size); or key packed with V (batch, keys, heads, 2, head size) and no value. Output (batch,
+// sequence, v_hidden); present key and value (outputs 1, 2) from past_key/past_value (inputs 6,
+// 7).
+void multi_head_attention_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> q = need_dims(in, 0, result);
+  if (!q) return;
+  const int64_t heads = attr_int(in.node(), "num_heads", 0);
+  if (heads <= 0) {
+    result.error = "attribute 'num_heads' must be positive";
+    return;
+  }
+  if (q->size() != 3 && q->size() != 5) {
+    result.error = "query must have rank 3 or 5";
+    return;
+  }
+  const int64_t batch = (*q)[0], sequence = (*q)[1];
+  int64_t keys = sequence, head = 0, v_head = 0;
+  if (q->size() == 5) {  // packed Q, K and V
+    head = v_head = (*q)[4];
+  } else if (in.present(2)) {
+    std::optional<std::vector<int64_t>> v = need_dims(in, 2, result);
+    if (!v) return;
+    if (v->size() == 3) {
+      keys = (*v)[1], v_head = (*v)[2] / heads;
+    } else if (v->size() == 4) {
+      keys = (*v)[2], v_head = (*v)[3];
+    } else {
+      result.error = "value must have rank 3 or 4";
+      return;
+    }
+    head = (*q)[2] / heads;
+  } else {  // key packed with value
+    std::optional<std::vector<int64_t>> k = need_dims(in, 1, result);
+    if (!k) return;
+    if (k->size() != 5) {
+      result.error = "without a value input, key must be packed as (batch, keys, heads, 2, size)";
+      return;
+    }
+    keys = (*k)[1], head = v_head = (*k)[4];
+  }
+  int64_t v_hidden = 0;
+  if (!checked_mul(heads, v_head, v_hidden, result)) return;
+  set_output(result, 0, in.elem_type(0), {batch, sequence, v_hidden});
+  present_cache(in, 6, attr_int(in.node(), "past_present_share_buffer", 0) != 0, batch, heads, keys,
+                head, v_head, result);
+}
+
+// GroupQueryAttention: query (batch, sequence, heads x head size) and key/value (batch, sequence,
+// kv heads x head size); output has the query's shape. present key and value (outputs 1, 2) are the
+// past caches (inputs 3, 4), which share their buffer with them, or (batch, kv heads, sequence,
+// head size) without a past. The query packed with K and V (no key input) is not read: give the
+// output's shape in value_info.
+void group_query_attention_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> q = need_dims(in, 0, result);
+  if (!q) return;
+  const int64_t heads = attr_int(in.node(), "num_heads", 0);
+  const int64_t kv_heads = attr_int(in.node(), "kv_num_heads", 0);
+  if (q->size() != 3 || heads <= 0 || kv_heads <= 0 || (*q)[2] % heads != 0) {
+    result.error =
+        "query must have rank 3 and attributes num_heads and kv_num_heads must divide it";
+    return;
+  }
+  if (!in.present(2)) {
+    result.error = "a query packed with key and value (no value input) is not read";
+    return;
+  }
+  const int64_t head = (*q)[2] / heads;
+  set_output(result, 0, in.elem_type(0), *q);
+  present_cache(in, 3, true, (*q)[0], kv_heads, (*q)[1], head, head, result);
+}
+
+// MatMulNBits: A (..., K) times a block-quantized (N, K) weight: (..., N), N from attribute N.
+void matmul_nbits_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> a = need_dims(in, 0, result);
+  if (!a) return;
+  const int64_t n = attr_int(in.node(), "N", -1);
+  if (a->empty() || n < 0) {
+    result.error = "A must have a rank of at least 1 and attribute 'N' must be given";
+    return;
+  }
+  std::vector<int64_t> out = *a;
+  out.back() = n;
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+// FusedMatMul: numpy's matmul of A and B, each transposed in its last two axes by transA/transB.
+void fused_matmul_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> a = need_dims(in, 0, result);
+  std::optional<std::vector<int64_t>> b = need_dims(in, 1, result);
+  if (!a || !b) return;
+  if (attr_int(in.node(), "transBatchA", 0) != 0 || attr_int(in.node(), "transBatchB", 0) != 0) {
+    result.error = "transBatchA and transBatchB are not read";
+    return;
+  }
+  if (a->size() < 2 || b->size() < 2) {
+    result.error = "A and B must have rank 2 or more";
+    return;
+  }
+  if (attr_int(in.node(), "transA", 0) != 0) std::swap((*a)[a->size() - 2], a->back());
+  if (attr_int(in.node(), "transB", 0) != 0) std::swap((*b)[b->size() - 2], b->back());
+  if (a->back() != (*b)[b->size() - 2]) {
+    result.error = "the inner dimensions " + std::to_string(a->back()) + " and " +
+                   std::to_string((*b)[b->size() - 2]) + " differ";
+    return;
+  }
+  const size_t batch_rank = std::max(a->size(), b->size()) - 2;
+  std::vector<int64_t> out(batch_rank, 1);
+  for (size_t i = 0; i < batch_rank; ++i) {
+    const size_t a_batch = a->size() - 2, b_batch = b->size() - 2;
+    const int64_t x = i + a_batch >= batch_rank ? (*a)[i + a_batch - batch_rank] : 1;
+    const int64_t y = i + b_batch >= batch_rank ? (*b)[i + b_batch - batch_rank] : 1;
+    if (x != y && x != 1 && y != 1) {
+      result.error = "batch dimensions " + std::to_string(x) + " and " + std::to_string(y) +
+                     " do not broadcast";
+      return;
+    }
+    out[i] = x == 1 ? y : x;
+  }
+  out.push_back((*a)[a->size() - 2]);
+  out.push_back(b->back());
+  set_output(result, 0, in.elem_type(0), out);
+}
+
+struct ContribOp {
+  std::string_view domain;  // "*": any domain (activations that several runtimes define)
+  std::string_view op;
+  Rule rule;
+};
+
+constexpr std::string_view kMicrosoft = "com.microsoft";
+
+constexpr ContribOp kContribOps[] = {
+    {"*", "FastGelu", same_shape_rule},
+    {"*", "BiasGelu", same_shape_rule},
+    {"*", "QuickGelu", same_shape_rule},
+    {"*", "Gelu", same_shape_rule},
+    {"*", "Mish", same_shape_rule},
+    {kMicrosoft, "BiasAdd", same_shape_rule},
+    {kMicrosoft, "RotaryEmbedding", same_shape_rule},
+    {kMicrosoft, "SkipLayerNormalization", skip_layer_norm_rule},
+    {kMicrosoft, "SkipSimplifiedLayerNormalization", skip_layer_norm_rule},
+    {kMicrosoft, "SimplifiedLayerNormalization", simplified_layer_norm_rule},
+    {"", "SimplifiedLayerNormalization", simplified_layer_norm_rule},
+    {kMicrosoft, "EmbedLayerNormalization", embed_layer_norm_rule},
+    {kMicrosoft, "Attention", ms_attention_rule},
+    {kMicrosoft, "MultiHeadAttention", multi_head_attention_rule},
+    {kMicrosoft, "GroupQueryAttention", group_query_attention_rule},
+    {kMicrosoft, "MatMulNBits", matmul_nbits_rule},
+    {kMicrosoft, "FusedMatMul", fused_matmul_rule},
+};
+
+}  // namespace
+
+std::optional<RuleResult> infer_contrib_op(const ox::NodeProto& node,
+                                           const std::vector<NodeInput>& inputs) {
+  const std::string_view domain = node.domain() == "ai.onnx" ? "" : std::string_view(node.domain());
+  for (const ContribOp& contrib : kContribOps) {
+    if (contrib.op != node.op_type() || (contrib.domain != "*" && contrib.domain != domain)) {
+      continue;
+    }
+    RuleResult result;
+    result.outputs.resize(static_cast<size_t>(node.output_size()));
+    contrib.rule(RuleInputs(node, inputs), result);
+    return result;
+  }
+  return std::nullopt;
+}
+
+}  // namespace dplace::onnx_detail
