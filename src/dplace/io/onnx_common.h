@@ -77,6 +77,11 @@ inline int64_t element_bits(int32_t elem_type) {
   }
 }
 
+// Whether `elem_type` names a tensor element type (every type with a size, and strings).
+inline bool is_element_type(int32_t elem_type) {
+  return element_bits(elem_type) > 0 || elem_type == ox::TensorProto_DataType_STRING;
+}
+
 inline bool is_integer_type(int32_t elem_type) {
   switch (elem_type) {
     case ox::TensorProto_DataType_UINT8:

@@ -1345,13 +1345,16 @@ CostEstimate estimate_cost(const CostInputs& c) {
       op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" || op == "ReduceL1" ||
       op == "ReduceLogSum") {
     if (!in(0)) return cost;
-    cost.flops = in(0)->elements();
+    // Reduce-18 with noop_with_empty_axes and no axes is an identity.
+    const bool identity = attr_int(c.node, "noop_with_empty_axes", 0) != 0 && !present(1);
+    cost.flops = identity ? 0 : in(0)->elements();
     cost.has_formula = true;
     return cost;
   }
   if (op == "ReduceSumSquare" || op == "ReduceL2" || op == "ReduceLogSumExp") {
     if (!in(0)) return cost;
-    cost.flops = 2 * in(0)->elements();
+    const bool identity = attr_int(c.node, "noop_with_empty_axes", 0) != 0 && !present(1);
+    cost.flops = identity ? 0 : 2 * in(0)->elements();
     cost.has_formula = true;
     return cost;
   }
@@ -1957,7 +1960,8 @@ class OnnxImporter {
     if (domain.empty()) {
       std::optional<RuleResult> newer = infer_newer_op(node, opset_of(""), node_inputs(node));
       if (newer) {
-        error = std::move(newer->error);
+        if (!newer->error.empty())
+          error = "dplace's rule for opset " + std::to_string(opset_of("")) + ": " + newer->error;
         return std::move(newer->outputs);
       }
     }
@@ -1965,15 +1969,15 @@ class OnnxImporter {
         ox::OpSchemaRegistry::Schema(node.op_type(), opset_of(domain), domain);
     if (schema == nullptr) {
       if (std::optional<RuleResult> contrib = infer_contrib_op(node, node_inputs(node))) {
-        error = std::move(contrib->error);
+        if (!contrib->error.empty()) error = "dplace's rule for the contrib op: " + contrib->error;
         return std::move(contrib->outputs);
       }
-      error = "ONNX has no schema for op type '" + node.op_type() + "'" +
+      error = "ONNX shape inference: ONNX has no schema for op type '" + node.op_type() + "'" +
               (domain.empty() ? "" : " in domain '" + domain + "'");
       return out;
     }
     if (std::string problem = precheck(node); !problem.empty()) {
-      error = problem;
+      error = "ONNX shape inference: " + problem;
       return out;
     }
     try {
@@ -1994,7 +1998,7 @@ class OnnxImporter {
       }
       for (size_t i = 0; i < out.size(); ++i) out[i] = ctx.allOutputTypes_[i];
     } catch (const std::exception& e) {
-      error = e.what();
+      error = std::string("ONNX shape inference: ") + e.what();
     }
     return out;
   }
@@ -2089,7 +2093,7 @@ class OnnxImporter {
     v.tensor = tensor;
     if (!known_tensor(v.type)) {
       fail(node_label(node, index) + ": output '" + out + "': " + describe_unknown(v.type) +
-           (error.empty() ? "" : " (ONNX shape inference: " + error + ")"));
+           (error.empty() ? "" : " (" + error + ")"));
     }
     for (int i = 1; i < node.output_size(); ++i) {
       if (!node.output(i).empty()) values_[node.output(i)].runtime = true;  // unused (classify)
@@ -2167,7 +2171,7 @@ class OnnxImporter {
       std::optional<TensorInfo> info = known_tensor(v.type);
       if (!info) {
         fail(node_label(node, index) + ": output '" + name + "': " + describe_unknown(v.type) +
-             (error.empty() ? "" : " (ONNX shape inference: " + error + ")"));
+             (error.empty() ? "" : " (" + error + ")"));
       }
       const int64_t bytes =
           tensor_bytes(*info, node_label(node, index) + ": output '" + name + "'");

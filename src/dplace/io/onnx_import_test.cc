@@ -799,6 +799,76 @@ TEST(OnnxImportTest, HostileSizesInNewerOpsAreErrorsNotOverflows) {
   EXPECT_NE(reduce.find("axis 3 is out of range for rank 3"), std::string::npos) << reduce;
 }
 
+TEST(OnnxImportTest, NewerOpsAreCheckedAsLibonnxChecksTheOpsItKnows) {
+  auto error_with = [](int opset, const std::function<void(ModelBuilder&)>& build) {
+    ModelBuilder m(opset);
+    m.input("x", {2, 3, 4});
+    build(m);
+    m.output("y");
+    return error_of(m.save("checked.onnx"));
+  };
+  // ReduceMean-13's axes attribute is not ReduceMean-18's: it is refused, not read as "no axes".
+  std::string old_axes = error_with(18, [](ModelBuilder& m) {
+    ModelBuilder::attr(m.node("ReduceMean", {"x"}, {"y"}, "mean"), "axes", std::vector<int64_t>{1});
+  });
+  EXPECT_NE(old_axes.find("node 'mean' (ReduceMean): output 'y'"), std::string::npos) << old_axes;
+  EXPECT_NE(old_axes.find("attribute 'axes' is not one of ReduceMean-18's"), std::string::npos)
+      << old_axes;
+  std::string no_scale =
+      error_with(19, [](ModelBuilder& m) { m.node("QuantizeLinear", {"x"}, {"y"}, "quantize"); });
+  EXPECT_NE(no_scale.find("it has 1 inputs; QuantizeLinear-19 takes 2 to 3"), std::string::npos)
+      << no_scale;
+  std::string bad_type = error_with(19, [](ModelBuilder& m) {
+    ModelBuilder::attr(m.node("Cast", {"x"}, {"y"}, "cast"), "to", int64_t{999});
+  });
+  EXPECT_NE(bad_type.find("element type 999 is not an ONNX tensor type"), std::string::npos)
+      << bad_type;
+  std::string both = error_with(18, [](ModelBuilder& m) {
+    m.int_constant("sizes", {1, 1});
+    auto& n = m.node("Split", {"x", "sizes"}, {"y", "z"}, "split");
+    ModelBuilder::attr(n, "num_outputs", int64_t{2});
+  });
+  EXPECT_NE(both.find("both split sizes (input 1) and attribute 'num_outputs'"), std::string::npos)
+      << both;
+  EXPECT_NE(both.find("dplace's rule for opset 18"), std::string::npos) << both;
+}
+
+TEST(OnnxImportTest, Opset18ResizeScalesInSinglePrecisionAsOnnxDoes) {
+  // floor(10 * 0.7f) is 7 in float (ONNX's inference, and libonnx at opset 17) but 6 in double.
+  for (int opset : {17, 18}) {
+    ModelBuilder m(opset);
+    m.input("x", {1, 1, 10, 10});
+    m.float_constant("scales", {1.0F, 1.0F, 0.7F, 0.9F});
+    m.node("Resize", {"x", "", "scales"}, {"y"}, "resize");
+    m.output("y");
+    const LoadedGraph loaded = read_onnx_file(m.save("resize_float.onnx"), {});
+    EXPECT_EQ(output_shapes(loaded.graph, "resize"), Json::parse("[[1, 1, 7, 9]]")) << opset;
+  }
+  ModelBuilder huge(18);
+  huge.input("x", {1, 1, 1, 1});
+  huge.int_constant("sizes", {std::numeric_limits<int64_t>::max(), 1});
+  auto& n = huge.node("Resize", {"x", "", "", "sizes"}, {"y"}, "resize");
+  ModelBuilder::attr(n, "axes", std::vector<int64_t>{2, 3});
+  ModelBuilder::attr(n, "keep_aspect_ratio_policy", std::string("not_smaller"));
+  huge.output("y");
+  std::string e = error_of(huge.save("resize_huge.onnx"));
+  EXPECT_NE(e.find("is not a positive size factor"), std::string::npos) << e;
+}
+
+TEST(OnnxImportTest, Opset23AttentionCachesKeepTheirOwnTypes) {
+  ModelBuilder m(23);
+  m.input("q", {1, 2, 4, 8}, "", ox::TensorProto_DataType_FLOAT16);
+  m.input("k", {1, 2, 6, 8}, "", ox::TensorProto_DataType_FLOAT16);
+  m.input("v", {1, 2, 6, 8});  // float
+  m.node("Attention", {"q", "k", "v"}, {"y", "present_k", "present_v"}, "att");
+  m.output("y").output("present_k").output("present_v");
+  const LoadedGraph loaded = read_onnx_file(m.save("attention_types.onnx"), {});
+  const Op& att = op_named(loaded.graph, "att");
+  EXPECT_EQ(att.output_bytes[0], 1 * 2 * 4 * 8 * 2);
+  EXPECT_EQ(att.output_bytes[1], 1 * 2 * 6 * 8 * 2);
+  EXPECT_EQ(att.output_bytes[2], 1 * 2 * 6 * 8 * 4);
+}
+
 TEST(OnnxImportTest, ModelsUpToOpset17KeepLibonnxsOwnDefinitions) {
   // At opset 17 ReduceMean's axes are an attribute and a second input is a malformed node.
   ModelBuilder m(17);

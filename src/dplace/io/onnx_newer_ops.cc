@@ -68,6 +68,10 @@ void split_rule(const RuleInputs& in, RuleResult& result) {
   const int64_t dim = (*d)[static_cast<size_t>(*axis)];
   const auto outputs = static_cast<int64_t>(in.node().output_size());
   std::vector<int64_t> sizes;
+  if (in.present(1) && find_attr(in.node(), "num_outputs") != nullptr) {
+    result.error = "it gives both split sizes (input 1) and attribute 'num_outputs'";
+    return;
+  }
   if (in.present(1)) {
     std::optional<std::vector<int64_t>> given = in.ints(1);
     if (!given) {
@@ -160,9 +164,11 @@ void pad_rule(const RuleInputs& in, RuleResult& result) {
   set_output(result, 0, in.elem_type(0), out);
 }
 
-// Resize-18: scales (input 2) or sizes (input 3) for the axes in attribute `axes` (default all);
-// with sizes, keep_aspect_ratio_policy not_larger/not_smaller scales every resized axis by the
-// smallest/largest of the ratios.
+// Resize-18: scales (input 2) or sizes (input 3), not both, for the axes in attribute `axes`
+// (default all); with sizes, keep_aspect_ratio_policy not_larger/not_smaller scales every resized
+// axis by the smallest/largest of the ratios. As in ONNX's own shape inference, sizes from scales
+// and ratios are computed in single precision (floor(10 * 0.7f) is 7, where doubles give 6); roi
+// (tf_crop_and_resize) does not change the shape.
 void resize_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
@@ -176,53 +182,60 @@ void resize_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> sizes = in.ints(3);
   if (sizes && sizes->empty()) sizes.reset();
   if (scales != nullptr && scales->empty()) scales = nullptr;
-  std::vector<int64_t> out = *d;
-  if (sizes) {
-    if (sizes->size() != resized->size()) {
-      result.error = "it has " + std::to_string(sizes->size()) + " sizes for " +
-                     std::to_string(resized->size()) + " axes";
-      return;
-    }
-    const std::string policy = attr_string(in.node(), "keep_aspect_ratio_policy", "stretch");
-    if (policy == "stretch") {
-      for (size_t i = 0; i < resized->size(); ++i) {
-        out[static_cast<size_t>((*resized)[i])] = (*sizes)[i];
-      }
-    } else if (policy == "not_larger" || policy == "not_smaller") {
-      std::optional<double> scale;
-      for (size_t i = 0; i < resized->size(); ++i) {
-        const int64_t from = (*d)[static_cast<size_t>((*resized)[i])];
-        if (from == 0) continue;
-        const double ratio = static_cast<double>((*sizes)[i]) / static_cast<double>(from);
-        if (!scale || (policy == "not_larger" ? ratio < *scale : ratio > *scale)) scale = ratio;
-      }
-      for (int64_t a : *resized) {
-        int64_t& size = out[static_cast<size_t>(a)];
-        size = static_cast<int64_t>(std::round(scale.value_or(1) * static_cast<double>(size)));
-      }
-    } else {
-      result.error = "attribute 'keep_aspect_ratio_policy' is '" + policy + "'";
-      return;
-    }
-  } else if (scales != nullptr) {
-    if (scales->size() != resized->size()) {
-      result.error = "it has " + std::to_string(scales->size()) + " scales for " +
-                     std::to_string(resized->size()) + " axes";
-      return;
-    }
-    for (size_t i = 0; i < resized->size(); ++i) {
-      const double scale = (*scales)[i];
-      int64_t& size = out[static_cast<size_t>((*resized)[i])];
-      const double scaled = std::floor(static_cast<double>(size) * scale);
-      if (!(scale > 0) || !(scaled < 9.0e15)) {
-        result.error = "scale " + std::to_string(scale) + " is not a positive size factor";
-        return;
-      }
-      size = static_cast<int64_t>(scaled);
-    }
-  } else {
+  if (sizes && scales != nullptr) {
+    result.error = "it gives both scales (input 2) and sizes (input 3)";
+    return;
+  }
+  const std::string policy = attr_string(in.node(), "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    result.error = "attribute 'keep_aspect_ratio_policy' is '" + policy + "'";
+    return;
+  }
+  const std::vector<int64_t>* given = sizes ? &*sizes : nullptr;
+  const size_t count = sizes ? sizes->size() : scales != nullptr ? scales->size() : 0;
+  if (given == nullptr && scales == nullptr) {
     result.error = "neither its scales (input 2) nor its sizes (input 3) are constant";
     return;
+  }
+  if (count != resized->size()) {
+    result.error = "it has " + std::to_string(count) + (sizes ? " sizes" : " scales") + " for " +
+                   std::to_string(resized->size()) + " axes";
+    return;
+  }
+  if (scales != nullptr && policy != "stretch") {
+    result.error = "keep_aspect_ratio_policy '" + policy + "' applies to sizes, not scales";
+    return;
+  }
+  // Per resized axis, the factor its size is multiplied by (then floored, or rounded for a kept
+  // aspect ratio), or the size itself.
+  std::vector<float> factors;
+  if (scales != nullptr) {
+    for (double scale : *scales) factors.push_back(static_cast<float>(scale));
+  } else if (policy != "stretch") {
+    std::optional<float> scale;
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t from = (*d)[static_cast<size_t>((*resized)[i])];
+      if (from == 0) continue;
+      const float ratio = static_cast<float>((*sizes)[i]) / static_cast<float>(from);
+      if (!scale || (policy == "not_larger" ? ratio < *scale : ratio > *scale)) scale = ratio;
+    }
+    factors.assign(count, scale.value_or(1.0F));
+  }
+  std::vector<int64_t> out = *d;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t& size = out[static_cast<size_t>((*resized)[i])];
+    if (factors.empty()) {
+      size = (*sizes)[i];
+      continue;
+    }
+    const float factor = factors[i];
+    const float scaled = scales != nullptr ? std::floor(static_cast<float>(size) * factor)
+                                           : std::round(static_cast<float>(size) * factor);
+    if (!(factor > 0) || !(scaled < 9.0e15F)) {
+      result.error = "scale " + std::to_string(factor) + " is not a positive size factor";
+      return;
+    }
+    size = static_cast<int64_t>(scaled);
   }
   set_output(result, 0, in.elem_type(0), out);
 }
@@ -300,6 +313,10 @@ void cast_rule(const RuleInputs& in, RuleResult& result) {
     result.error = "its target type is unknown";
     return;
   }
+  if (!is_element_type(to)) {
+    result.error = "element type " + std::to_string(to) + " is not an ONNX tensor type";
+    return;
+  }
   set_output(result, 0, to, *d);
 }
 
@@ -319,6 +336,10 @@ void quantize_rule(const RuleInputs& in, RuleResult& result) {
   }
   if (type == 0) {
     result.error = "its output type is unknown";
+    return;
+  }
+  if (!is_element_type(type)) {
+    result.error = "element type " + std::to_string(type) + " is not an ONNX tensor type";
     return;
   }
   set_output(result, 0, type, *d);
@@ -441,14 +462,15 @@ void attention_rule(const RuleInputs& in, RuleResult& result) {
   if (!checked_add(past, kv_seq, keys, result) || !checked_mul(q_heads, v_head, q_hidden, result)) {
     return;
   }
+  // Y and the scores take Q's type; the present caches their past's, else K's and V's.
   const int32_t type = in.elem_type(0);
   if (rank == 4) {
     set_output(result, 0, type, {batch, q_heads, q_seq, v_head});
   } else {
     set_output(result, 0, type, {batch, q_seq, q_hidden});
   }
-  set_output(result, 1, type, {batch, kv_heads, keys, head});
-  set_output(result, 2, type, {batch, kv_heads, keys, v_head});
+  set_output(result, 1, in.elem_type(in.present(4) ? 4 : 1), {batch, kv_heads, keys, head});
+  set_output(result, 2, in.elem_type(in.present(5) ? 5 : 2), {batch, kv_heads, keys, v_head});
   set_output(result, 3, type, {batch, q_heads, q_seq, keys});
 }
 
@@ -456,42 +478,78 @@ struct NewerOp {
   std::string_view op;
   int since;  // the first opset whose definition libonnx 1.12 does not have
   Rule rule;
+  int min_inputs, max_inputs;
+  std::string_view attributes;  // the names the newest definition has, separated by spaces
 };
 
+constexpr std::string_view kReduce = "keepdims noop_with_empty_axes";
+
 constexpr NewerOp kNewerOps[] = {
-    {"ReduceL1", 18, reduce_rule},
-    {"ReduceL2", 18, reduce_rule},
-    {"ReduceLogSum", 18, reduce_rule},
-    {"ReduceLogSumExp", 18, reduce_rule},
-    {"ReduceMax", 18, reduce_rule},
-    {"ReduceMean", 18, reduce_rule},
-    {"ReduceMin", 18, reduce_rule},
-    {"ReduceProd", 18, reduce_rule},
-    {"ReduceSumSquare", 18, reduce_rule},
-    {"Split", 18, split_rule},
-    {"Pad", 18, pad_rule},
-    {"Resize", 18, resize_rule},
-    {"LpPool", 18, pool_rule},
-    {"AveragePool", 19, pool_rule},
-    {"Cast", 19, cast_rule},
-    {"CastLike", 19, cast_rule},
-    {"QuantizeLinear", 19, quantize_rule},
-    {"DequantizeLinear", 19, quantize_rule},
-    {"GroupNormalization", 18, same_shape_rule},
-    {"BitwiseNot", 18, same_shape_rule},
-    {"Mish", 18, same_shape_rule},
-    {"BitwiseAnd", 18, broadcast_rule},
-    {"BitwiseOr", 18, broadcast_rule},
-    {"BitwiseXor", 18, broadcast_rule},
-    {"CenterCropPad", 18, center_crop_pad_rule},
-    {"DeformConv", 19, deform_conv_rule},
-    {"Gelu", 20, same_shape_rule},
-    {"Attention", 23, attention_rule},
-    {"RMSNormalization", 23, same_shape_rule},
-    {"RotaryEmbedding", 23, same_shape_rule},
-    {"Swish", 24, same_shape_rule},
-    {"TensorScatter", 24, same_shape_rule},
+    {"ReduceL1", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceL2", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceLogSum", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceLogSumExp", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceMax", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceMean", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceMin", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceProd", 18, reduce_rule, 1, 2, kReduce},
+    {"ReduceSumSquare", 18, reduce_rule, 1, 2, kReduce},
+    {"Split", 18, split_rule, 1, 2, "axis num_outputs"},
+    {"Pad", 18, pad_rule, 2, 4, "mode"},
+    {"Resize", 18, resize_rule, 1, 4,
+     "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
+     "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
+    {"LpPool", 18, pool_rule, 1, 1, "auto_pad ceil_mode dilations kernel_shape p pads strides"},
+    {"AveragePool", 19, pool_rule, 1, 1,
+     "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
+    {"Cast", 19, cast_rule, 1, 1, "round_mode saturate to"},
+    {"CastLike", 19, cast_rule, 2, 2, "round_mode saturate"},
+    {"QuantizeLinear", 19, quantize_rule, 2, 3, "axis block_size output_dtype precision saturate"},
+    {"DequantizeLinear", 19, quantize_rule, 2, 3, "axis block_size output_dtype"},
+    {"GroupNormalization", 18, same_shape_rule, 3, 3, "epsilon num_groups stash_type"},
+    {"BitwiseNot", 18, same_shape_rule, 1, 1, ""},
+    {"Mish", 18, same_shape_rule, 1, 1, ""},
+    {"BitwiseAnd", 18, broadcast_rule, 2, 2, ""},
+    {"BitwiseOr", 18, broadcast_rule, 2, 2, ""},
+    {"BitwiseXor", 18, broadcast_rule, 2, 2, ""},
+    {"CenterCropPad", 18, center_crop_pad_rule, 2, 2, "axes"},
+    {"DeformConv", 19, deform_conv_rule, 3, 5,
+     "dilations group kernel_shape offset_group pads strides"},
+    {"Gelu", 20, same_shape_rule, 1, 1, "approximate"},
+    {"Attention", 23, attention_rule, 3, 7,
+     "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
+     "softmax_precision"},
+    {"RMSNormalization", 23, same_shape_rule, 2, 2, "axis epsilon stash_type"},
+    {"RotaryEmbedding", 23, same_shape_rule, 3, 4, "interleaved num_heads rotary_embedding_dim"},
+    {"Swish", 24, same_shape_rule, 1, 1, "alpha"},
+    {"TensorScatter", 24, same_shape_rule, 2, 3, "axis mode"},
 };
+
+// What libonnx's schema->Verify checks of a node it knows: the number of inputs and that every
+// attribute belongs to the op. "" when the node is well formed.
+std::string check_signature(const NewerOp& newer, const ox::NodeProto& node) {
+  const std::string name = std::string(newer.op) + "-" + std::to_string(newer.since);
+  const int inputs = node.input_size();
+  if (inputs < newer.min_inputs || inputs > newer.max_inputs) {
+    return "it has " + std::to_string(inputs) + " inputs; " + name + " takes " +
+           std::to_string(newer.min_inputs) +
+           (newer.max_inputs > newer.min_inputs ? " to " + std::to_string(newer.max_inputs) : "");
+  }
+  for (int slot = 0; slot < newer.min_inputs; ++slot) {
+    if (node.input(slot).empty()) return "its required input " + std::to_string(slot) + " is empty";
+  }
+  for (const auto& a : node.attribute()) {
+    bool known = false;
+    std::string_view rest = newer.attributes;
+    while (!known && !rest.empty()) {
+      const size_t space = rest.find(' ');
+      known = rest.substr(0, space) == a.name();
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+    if (!known) return "attribute '" + a.name() + "' is not one of " + name + "'s";
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -501,7 +559,8 @@ std::optional<RuleResult> infer_newer_op(const ox::NodeProto& node, int opset,
     if (newer.op != node.op_type() || opset < newer.since) continue;
     RuleResult result;
     result.outputs.resize(static_cast<size_t>(node.output_size()));
-    newer.rule(RuleInputs(node, inputs), result);
+    result.error = check_signature(newer, node);
+    if (result.error.empty()) newer.rule(RuleInputs(node, inputs), result);
     return result;
   }
   return std::nullopt;
