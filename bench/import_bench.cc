@@ -29,6 +29,7 @@
 
 #include "dplace/core/error.h"
 #include "dplace/io/importers.h"
+#include "dplace/io/onnx_common.h"
 
 namespace {
 
@@ -38,26 +39,6 @@ int64_t peak_rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
-
-int64_t element_bytes(int32_t type) {
-  switch (type) {
-    case ox::TensorProto_DataType_DOUBLE:
-    case ox::TensorProto_DataType_INT64:
-    case ox::TensorProto_DataType_UINT64:
-      return 8;
-    case ox::TensorProto_DataType_FLOAT16:
-    case ox::TensorProto_DataType_BFLOAT16:
-    case ox::TensorProto_DataType_INT16:
-    case ox::TensorProto_DataType_UINT16:
-      return 2;
-    case ox::TensorProto_DataType_INT8:
-    case ox::TensorProto_DataType_UINT8:
-    case ox::TensorProto_DataType_BOOL:
-      return 1;
-    default:
-      return 4;
-  }
 }
 
 int make_inline(const std::string& in_path, const std::string& out_path) {
@@ -70,12 +51,12 @@ int make_inline(const std::string& in_path, const std::string& out_path) {
   int64_t inlined = 0;
   for (auto& t : *model.mutable_graph()->mutable_initializer()) {
     if (t.data_location() != ox::TensorProto_DataLocation_EXTERNAL) continue;
-    int64_t n = 1;
-    for (int64_t d : t.dims()) n *= d;
+    const int64_t bytes =
+        dplace::onnx_detail::TensorInfo{t.data_type(), {t.dims().begin(), t.dims().end()}}.bytes();
     t.clear_external_data();
     t.set_data_location(ox::TensorProto_DataLocation_DEFAULT);
-    t.set_raw_data(std::string(static_cast<size_t>(n * element_bytes(t.data_type())), '\x3c'));
-    inlined += n * element_bytes(t.data_type());
+    t.set_raw_data(std::string(static_cast<size_t>(bytes), '\x3c'));
+    inlined += bytes;
   }
   std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
   if (!model.SerializeToOstream(&out)) {

@@ -22,12 +22,6 @@ namespace {
 
 using Rule = void (*)(const RuleInputs& in, RuleResult& result);
 
-// Output 0 has input 0's type and shape (activations, BiasAdd, RotaryEmbedding).
-void same_shape_rule(const RuleInputs& in, RuleResult& result) {
-  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
-  if (d) set_output(result, 0, in.elem_type(0), *d);
-}
-
 // SkipLayerNormalization and SkipSimplifiedLayerNormalization: output 0 and the sum of input, skip
 // and bias (output 3) have the input's shape; mean and inverse standard deviation (outputs 1, 2)
 // are float, one per normalised row.
@@ -257,22 +251,13 @@ void fused_matmul_rule(const RuleInputs& in, RuleResult& result) {
                    std::to_string((*b)[b->size() - 2]) + " differ";
     return;
   }
-  const size_t batch_rank = std::max(a->size(), b->size()) - 2;
-  std::vector<int64_t> out(batch_rank, 1);
-  for (size_t i = 0; i < batch_rank; ++i) {
-    const size_t a_batch = a->size() - 2, b_batch = b->size() - 2;
-    const int64_t x = i + a_batch >= batch_rank ? (*a)[i + a_batch - batch_rank] : 1;
-    const int64_t y = i + b_batch >= batch_rank ? (*b)[i + b_batch - batch_rank] : 1;
-    if (x != y && x != 1 && y != 1) {
-      result.error = "batch dimensions " + std::to_string(x) + " and " + std::to_string(y) +
-                     " do not broadcast";
-      return;
-    }
-    out[i] = x == 1 ? y : x;
-  }
-  out.push_back((*a)[a->size() - 2]);
-  out.push_back(b->back());
-  set_output(result, 0, in.elem_type(0), out);
+  // The batch axes broadcast; the matrix axes multiply.
+  std::optional<std::vector<int64_t>> out =
+      broadcast_dims({a->begin(), a->end() - 2}, {b->begin(), b->end() - 2}, result);
+  if (!out) return;
+  out->push_back((*a)[a->size() - 2]);
+  out->push_back(b->back());
+  set_output(result, 0, in.elem_type(0), *out);
 }
 
 struct ContribOp {

@@ -302,6 +302,17 @@ void pool_rule(const RuleInputs& in, RuleResult& result) {
   set_output(result, 0, in.elem_type(0), out);
 }
 
+// Output 0 of a conversion: `dims` with element type `type`, which must be known and name a type.
+void set_converted_output(const std::vector<int64_t>& dims, int32_t type, RuleResult& result) {
+  if (type == 0) {
+    result.error = "its output type is unknown";
+  } else if (!is_element_type(type)) {
+    result.error = "element type " + std::to_string(type) + " is not an ONNX tensor type";
+  } else {
+    set_output(result, 0, type, dims);
+  }
+}
+
 // Cast-19 (saturate) and CastLike-19: the input's shape, the type named by `to` or input 1.
 void cast_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
@@ -309,15 +320,7 @@ void cast_rule(const RuleInputs& in, RuleResult& result) {
   const int32_t to = in.node().op_type() == "CastLike"
                          ? in.elem_type(1)
                          : static_cast<int32_t>(attr_int(in.node(), "to", 0));
-  if (to == 0) {
-    result.error = "its target type is unknown";
-    return;
-  }
-  if (!is_element_type(to)) {
-    result.error = "element type " + std::to_string(to) + " is not an ONNX tensor type";
-    return;
-  }
-  set_output(result, 0, to, *d);
+  set_converted_output(*d, to, result);
 }
 
 // QuantizeLinear-19/21/23: x's shape; the type of the zero point, else output_dtype, else uint8.
@@ -334,22 +337,7 @@ void quantize_rule(const RuleInputs& in, RuleResult& result) {
   } else {
     type = output_dtype != 0 ? output_dtype : in.elem_type(1);
   }
-  if (type == 0) {
-    result.error = "its output type is unknown";
-    return;
-  }
-  if (!is_element_type(type)) {
-    result.error = "element type " + std::to_string(type) + " is not an ONNX tensor type";
-    return;
-  }
-  set_output(result, 0, type, *d);
-}
-
-// Output 0 has input 0's type and shape: the normalisations, activations and TensorScatter (whose
-// output is its updated cache, input 0).
-void same_shape_rule(const RuleInputs& in, RuleResult& result) {
-  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
-  if (d) set_output(result, 0, in.elem_type(0), *d);
+  set_converted_output(*d, type, result);
 }
 
 // BitwiseAnd/Or/Xor-18: numpy broadcasting of inputs 0 and 1.
@@ -357,19 +345,9 @@ void broadcast_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> a = need_dims(in, 0, result);
   std::optional<std::vector<int64_t>> b = need_dims(in, 1, result);
   if (!a || !b) return;
-  const size_t rank = std::max(a->size(), b->size());
-  std::vector<int64_t> out(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t x = i + a->size() >= rank ? (*a)[i + a->size() - rank] : 1;
-    const int64_t y = i + b->size() >= rank ? (*b)[i + b->size() - rank] : 1;
-    if (x != y && x != 1 && y != 1) {
-      result.error = "inputs of dimensions " + std::to_string(x) + " and " + std::to_string(y) +
-                     " do not broadcast";
-      return;
-    }
-    out[i] = x == 1 ? y : x;
+  if (std::optional<std::vector<int64_t>> out = broadcast_dims(*a, *b, result)) {
+    set_output(result, 0, in.elem_type(0), *out);
   }
-  set_output(result, 0, in.elem_type(0), out);
 }
 
 // CenterCropPad-18: the axes in attribute `axes` (default all) take the sizes of input 1.

@@ -24,6 +24,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -163,6 +164,31 @@ inline std::optional<std::vector<int64_t>> normalize_axes(const std::vector<int6
     out.push_back(*n);
   }
   return out;
+}
+
+// Numpy broadcasting of two shapes, or an error in `result`.
+inline std::optional<std::vector<int64_t>> broadcast_dims(const std::vector<int64_t>& a,
+                                                          const std::vector<int64_t>& b,
+                                                          RuleResult& result) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t x = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    const int64_t y = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (x != y && x != 1 && y != 1) {
+      result.error =
+          "dimensions " + std::to_string(x) + " and " + std::to_string(y) + " do not broadcast";
+      return std::nullopt;
+    }
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// Output 0 has input 0's type and shape.
+inline void same_shape_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
+  if (d) set_output(result, 0, in.elem_type(0), *d);
 }
 
 }  // namespace dplace::onnx_detail
