@@ -99,7 +99,8 @@ void ms_attention_rule(const RuleInputs& in, RuleResult& result) {
     return;
   }
   const int64_t batch = (*x)[0], sequence = (*x)[1];
-  set_output(result, 0, in.elem_type(0), {batch, sequence, v_hidden});
+  // The output takes the bias's type, as onnxruntime infers it (the input's without a bias).
+  set_output(result, 0, in.elem_type(in.present(2) ? 2 : 0), {batch, sequence, v_hidden});
   const int64_t heads = attr_int(in.node(), "num_heads", 0);
   if (in.present(4)) {
     std::optional<std::vector<int64_t>> past = need_dims(in, 4, result);
@@ -121,34 +122,39 @@ void ms_attention_rule(const RuleInputs& in, RuleResult& result) {
   }
 }
 
-// The key/value cache of MultiHeadAttention and GroupQueryAttention (outputs 1 and 2): the past
-// cache itself with a shared buffer, else the past extended by the new keys; without a past cache,
-// (batch, kv heads, new keys, head size).
-void present_cache(const RuleInputs& in, size_t past_slot, bool shared, int64_t batch,
-                   int64_t kv_heads, int64_t keys, int64_t head, int64_t v_head,
-                   RuleResult& result) {
+// Outputs 1 to 3 of MultiHeadAttention and GroupQueryAttention: the present key and value caches
+// of `keys` positions, (batch, kv heads, keys, head size) in the past cache's type (inputs
+// past_slot and past_slot + 1) or else the query's, and the attention scores (batch, heads,
+// sequence, keys) in the query's type.
+void set_caches_and_scores(const RuleInputs& in, size_t past_slot, int64_t batch, int64_t heads,
+                           int64_t kv_heads, int64_t sequence, int64_t keys, int64_t head,
+                           int64_t v_head, RuleResult& result) {
   for (size_t k = 0; k < 2; ++k) {
-    if (in.present(past_slot + k)) {
-      std::optional<std::vector<int64_t>> past = need_dims(in, past_slot + k, result);
-      if (!past) return;
-      if (past->size() != 4) {
-        result.error = "the past key and value caches must have rank 4";
-        return;
-      }
-      std::vector<int64_t> present = *past;
-      if (!shared && !checked_add(present[2], keys, present[2], result)) return;
-      set_output(result, 1 + k, in.elem_type(past_slot + k), present);
-    } else {
-      set_output(result, 1 + k, in.elem_type(0), {batch, kv_heads, keys, k == 0 ? head : v_head});
-    }
+    const size_t slot = past_slot + k;
+    set_output(result, 1 + k, in.elem_type(in.present(slot) ? slot : 0),
+               {batch, kv_heads, keys, k == 0 ? head : v_head});
   }
+  set_output(result, 3, in.elem_type(0), {batch, heads, sequence, keys});
+}
+
+// The length of a past cache (input `slot`, rank 4), 0 without one, or nullopt with an error.
+std::optional<int64_t> past_length(const RuleInputs& in, size_t slot, RuleResult& result) {
+  if (!in.present(slot)) return 0;
+  std::optional<std::vector<int64_t>> past = need_dims(in, slot, result);
+  if (!past) return std::nullopt;
+  if (past->size() != 4) {
+    result.error = "the past key and value caches must have rank 4";
+    return std::nullopt;
+  }
+  return (*past)[2];
 }
 
 // MultiHeadAttention: query (batch, sequence, hidden), key and value (batch, keys, hidden) or
 // (batch, heads, keys, head size); or query packed with K and V (batch, sequence, heads, 3, head
 // size); or key packed with V (batch, keys, heads, 2, head size) and no value. Output (batch,
-// sequence, v_hidden); present key and value (outputs 1, 2) from past_key/past_value (inputs 6,
-// 7).
+// sequence, v_hidden). The present caches (outputs 1, 2) extend past_key/past_value (inputs 6, 7)
+// by the new keys, or are the past itself when they share its buffer (past_sequence_length, input
+// 8, given; or attribute past_present_share_buffer in older versions).
 void multi_head_attention_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> q = need_dims(in, 0, result);
   if (!q) return;
@@ -162,21 +168,23 @@ void multi_head_attention_rule(const RuleInputs& in, RuleResult& result) {
     return;
   }
   const int64_t batch = (*q)[0], sequence = (*q)[1];
-  int64_t keys = sequence, head = 0, v_head = 0;
+  int64_t keys = sequence, hidden = 0, v_hidden = 0;
   if (q->size() == 5) {  // packed Q, K and V
-    head = v_head = (*q)[4];
+    if (!checked_mul((*q)[2], (*q)[4], hidden, result)) return;
+    v_hidden = hidden;
   } else if (in.present(2)) {
     std::optional<std::vector<int64_t>> v = need_dims(in, 2, result);
     if (!v) return;
     if (v->size() == 3) {
-      keys = (*v)[1], v_head = (*v)[2] / heads;
+      keys = (*v)[1], v_hidden = (*v)[2];
     } else if (v->size() == 4) {
-      keys = (*v)[2], v_head = (*v)[3];
+      keys = (*v)[2];
+      if (!checked_mul((*v)[1], (*v)[3], v_hidden, result)) return;
     } else {
       result.error = "value must have rank 3 or 4";
       return;
     }
-    head = (*q)[2] / heads;
+    hidden = (*q)[2];
   } else {  // key packed with value
     std::optional<std::vector<int64_t>> k = need_dims(in, 1, result);
     if (!k) return;
@@ -184,37 +192,61 @@ void multi_head_attention_rule(const RuleInputs& in, RuleResult& result) {
       result.error = "without a value input, key must be packed as (batch, keys, heads, 2, size)";
       return;
     }
-    keys = (*k)[1], head = v_head = (*k)[4];
+    keys = (*k)[1], hidden = (*q)[2];
+    if (!checked_mul((*k)[2], (*k)[4], v_hidden, result)) return;
   }
-  int64_t v_hidden = 0;
-  if (!checked_mul(heads, v_head, v_hidden, result)) return;
   set_output(result, 0, in.elem_type(0), {batch, sequence, v_hidden});
-  present_cache(in, 6, attr_int(in.node(), "past_present_share_buffer", 0) != 0, batch, heads, keys,
-                head, v_head, result);
+  std::optional<int64_t> past = past_length(in, 6, result);
+  if (!past) return;
+  const bool shared = in.present(8) || attr_int(in.node(), "past_present_share_buffer", 0) != 0;
+  int64_t total = keys;
+  if (in.present(6)) {
+    if (shared) {
+      total = *past;
+    } else if (!checked_add(*past, keys, total, result)) {
+      return;
+    }
+  }
+  set_caches_and_scores(in, 6, batch, heads, heads, sequence, total, hidden / heads,
+                        v_hidden / heads, result);
 }
 
 // GroupQueryAttention: query (batch, sequence, heads x head size) and key/value (batch, sequence,
-// kv heads x head size); output has the query's shape. present key and value (outputs 1, 2) are the
-// past caches (inputs 3, 4), which share their buffer with them, or (batch, kv heads, sequence,
-// head size) without a past. The query packed with K and V (no key input) is not read: give the
-// output's shape in value_info.
+// kv heads x head size), or the three packed in the query (batch, sequence, (heads + 2 kv heads) x
+// head size) with no key and value; output (batch, sequence, heads x head size). The present
+// caches (outputs 1, 2) hold max(past length, total_sequence_length) positions when input 6 is
+// constant, as onnxruntime infers, else the past's length (the past and present share a buffer);
+// without a past, or with an empty one, the new sequence's.
 void group_query_attention_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> q = need_dims(in, 0, result);
   if (!q) return;
   const int64_t heads = attr_int(in.node(), "num_heads", 0);
   const int64_t kv_heads = attr_int(in.node(), "kv_num_heads", 0);
-  if (q->size() != 3 || heads <= 0 || kv_heads <= 0 || (*q)[2] % heads != 0) {
-    result.error =
-        "query must have rank 3 and attributes num_heads and kv_num_heads must divide it";
+  const bool packed = !in.present(1) && !in.present(2);
+  int64_t parts = heads;  // head-size slices of the query's last axis
+  if (packed) {
+    int64_t kv_parts = 0;
+    if (!checked_mul(2, std::max<int64_t>(kv_heads, 0), kv_parts, result) ||
+        !checked_add(heads, kv_parts, parts, result)) {
+      return;
+    }
+  }
+  if (q->size() != 3 || heads <= 0 || kv_heads <= 0 || (*q)[2] % parts != 0) {
+    result.error = "query must have rank 3, and num_heads and kv_num_heads must divide its width";
     return;
   }
-  if (!in.present(2)) {
-    result.error = "a query packed with key and value (no value input) is not read";
-    return;
+  const int64_t head = (*q)[2] / parts;
+  int64_t sequence = (*q)[1], keys = sequence;
+  set_output(result, 0, in.elem_type(0), {(*q)[0], sequence, heads * head});
+  std::optional<int64_t> past = past_length(in, 3, result);
+  if (!past) return;
+  if (*past > 0) {
+    keys = *past;
+    if (std::optional<std::vector<int64_t>> total = in.ints(6); total && total->size() == 1) {
+      keys = std::max(keys, (*total)[0]);
+    }
   }
-  const int64_t head = (*q)[2] / heads;
-  set_output(result, 0, in.elem_type(0), *q);
-  present_cache(in, 3, true, (*q)[0], kv_heads, (*q)[1], head, head, result);
+  set_caches_and_scores(in, 3, (*q)[0], heads, kv_heads, sequence, keys, head, head, result);
 }
 
 // MatMulNBits: A (..., K) times a block-quantized (N, K) weight: (..., N), N from attribute N.
@@ -264,28 +296,29 @@ struct ContribOp {
   std::string_view domain;  // "*": any domain (activations that several runtimes define)
   std::string_view op;
   Rule rule;
+  int min_inputs;  // the inputs up to the last one the schema requires
 };
 
 constexpr std::string_view kMicrosoft = "com.microsoft";
 
 constexpr ContribOp kContribOps[] = {
-    {"*", "FastGelu", same_shape_rule},
-    {"*", "BiasGelu", same_shape_rule},
-    {"*", "QuickGelu", same_shape_rule},
-    {"*", "Gelu", same_shape_rule},
-    {"*", "Mish", same_shape_rule},
-    {kMicrosoft, "BiasAdd", same_shape_rule},
-    {kMicrosoft, "RotaryEmbedding", same_shape_rule},
-    {kMicrosoft, "SkipLayerNormalization", skip_layer_norm_rule},
-    {kMicrosoft, "SkipSimplifiedLayerNormalization", skip_layer_norm_rule},
-    {kMicrosoft, "SimplifiedLayerNormalization", simplified_layer_norm_rule},
-    {"", "SimplifiedLayerNormalization", simplified_layer_norm_rule},
-    {kMicrosoft, "EmbedLayerNormalization", embed_layer_norm_rule},
-    {kMicrosoft, "Attention", ms_attention_rule},
-    {kMicrosoft, "MultiHeadAttention", multi_head_attention_rule},
-    {kMicrosoft, "GroupQueryAttention", group_query_attention_rule},
-    {kMicrosoft, "MatMulNBits", matmul_nbits_rule},
-    {kMicrosoft, "FusedMatMul", fused_matmul_rule},
+    {"*", "FastGelu", same_shape_rule, 1},
+    {"*", "BiasGelu", same_shape_rule, 2},
+    {"*", "QuickGelu", same_shape_rule, 1},
+    {"*", "Gelu", same_shape_rule, 1},
+    {"*", "Mish", same_shape_rule, 1},
+    {kMicrosoft, "BiasAdd", same_shape_rule, 3},
+    {kMicrosoft, "RotaryEmbedding", same_shape_rule, 4},
+    {kMicrosoft, "SkipLayerNormalization", skip_layer_norm_rule, 3},
+    {kMicrosoft, "SkipSimplifiedLayerNormalization", skip_layer_norm_rule, 3},
+    {kMicrosoft, "SimplifiedLayerNormalization", simplified_layer_norm_rule, 2},
+    {"", "SimplifiedLayerNormalization", simplified_layer_norm_rule, 2},
+    {kMicrosoft, "EmbedLayerNormalization", embed_layer_norm_rule, 6},
+    {kMicrosoft, "Attention", ms_attention_rule, 2},
+    {kMicrosoft, "MultiHeadAttention", multi_head_attention_rule, 1},
+    {kMicrosoft, "GroupQueryAttention", group_query_attention_rule, 7},
+    {kMicrosoft, "MatMulNBits", matmul_nbits_rule, 3},
+    {kMicrosoft, "FusedMatMul", fused_matmul_rule, 2},
 };
 
 }  // namespace
@@ -299,7 +332,13 @@ std::optional<RuleResult> infer_contrib_op(const ox::NodeProto& node,
     }
     RuleResult result;
     result.outputs.resize(static_cast<size_t>(node.output_size()));
-    contrib.rule(RuleInputs(node, inputs), result);
+    if (node.input_size() < contrib.min_inputs || node.input(0).empty()) {
+      result.error = "it has " + std::to_string(node.input_size()) + " inputs; " +
+                     std::string(contrib.op) + " takes at least " +
+                     std::to_string(contrib.min_inputs);
+    } else {
+      contrib.rule(RuleInputs(node, inputs), result);
+    }
     return result;
   }
   return std::nullopt;

@@ -1155,7 +1155,8 @@ std::optional<CostEstimate> estimate_contrib_cost(const CostInputs& c) {
   if (op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization") {
     // The skip and bias additions, then layer (7 flops an element) or RMS (4) normalisation.
     if (!y) return cost;
-    double per = (op == "SkipLayerNormalization" ? 7 : 4) + 1 + (present(4) ? 1 : 0);
+    const bool layer_norm = op == "SkipLayerNormalization";
+    double per = (layer_norm ? 7 : 4) + 1 + (present(layer_norm ? 4 : 3) ? 1 : 0);
     cost.flops = per * y->elements();
   } else if (op == "EmbedLayerNormalization") {
     // Word, position (and segment) rows gathered and added, then layer normalisation; only the
@@ -1186,12 +1187,20 @@ std::optional<CostEstimate> estimate_contrib_cost(const CostInputs& c) {
     if (!y || !q || (q->dims.size() != 3 && q->dims.size() != 5) || heads <= 0) return cost;
     double batch = dim(q, 0), sequence = dim(q, 1);
     double head = q->dims.size() == 5 ? dim(q, 4) : dim(q, 2) / heads;
+    if (op == "GroupQueryAttention" && !present(1) && !present(2)) {  // Q, K and V packed
+      head = dim(q, 2) / (heads + 2 * static_cast<double>(attr_int(c.node, "kv_num_heads", 0)));
+    }
     double v_head = dim(y, 2) / heads;
+    // The keys: the present cache's or the scores' length, else the value's or packed key's.
     double keys = sequence;
     if (out(1) && out(1)->dims.size() == 4) {
       keys = dim(out(1), 2);
+    } else if (out(3) && out(3)->dims.size() == 4) {
+      keys = dim(out(3), 3);
     } else if (op == "MultiHeadAttention" && in(2) && in(2)->dims.size() >= 3) {
       keys = dim(in(2), in(2)->dims.size() == 3 ? 1 : 2);
+    } else if (op == "MultiHeadAttention" && in(1) && in(1)->dims.size() == 5) {
+      keys = dim(in(1), 1);
     }
     bool masked = op == "GroupQueryAttention" || present(4) || present(5) ||
                   attr_int(c.node, "unidirectional", 0) != 0;
@@ -1418,7 +1427,14 @@ const std::unordered_map<std::string, std::vector<int>>& weight_slots() {
       {"com.microsoft:SkipSimplifiedLayerNormalization", {2, 3}},
       {"com.microsoft:EmbedLayerNormalization", {2, 3, 4, 5, 6}},
       {"com.microsoft:Attention", {1, 2}},
-      {"com.microsoft:MatMulNBits", {1, 2, 3, 5}},
+      {"com.microsoft:MatMulNBits", {1, 2, 3, 4, 5}},
+      {"com.microsoft:FastGelu", {1}},
+      {"com.microsoft:BiasGelu", {1}},
+      {"com.microsoft:BiasAdd", {1}},
+      {"com.microsoft:RotaryEmbedding", {2, 3}},
+      {"RotaryEmbedding", {1, 2}},
+      {"com.microsoft:MultiHeadAttention", {3}},
+      {"com.microsoft:GroupQueryAttention", {7, 8}},
       {"LSTM", {1, 2, 3}},
       {"GRU", {1, 2, 3}},
       {"RNN", {1, 2, 3}},

@@ -723,16 +723,20 @@ TEST(OnnxImportTest, OnnxruntimeContribOpsHaveShapesAndCosts) {
            {"K", 16}, {"N", 32}, {"bits", 4}, {"block_size", 16}}) {
     ModelBuilder::attr(nbits, name, value);
   }
-  auto& gqa = microsoft("GroupQueryAttention", {"q", "kv_k", "kv_v", "cache_k", "cache_v"},
+  m.input("seqlens", {2}, "", ox::TensorProto_DataType_INT32);
+  m.int_constant("total", {24});
+  auto& gqa = microsoft("GroupQueryAttention",
+                        {"q", "kv_k", "kv_v", "cache_k", "cache_v", "seqlens", "total"},
                         {"gqa", "present_k", "present_v"});
   ModelBuilder::attr(gqa, "num_heads", int64_t{4});
   ModelBuilder::attr(gqa, "kv_num_heads", int64_t{2});
-  auto& mha = microsoft("MultiHeadAttention", {"q", "k10", "v10"}, {"mha", "mha_k", "mha_v"});
+  auto& mha = microsoft("MultiHeadAttention", {"q", "k10", "v10"}, {"mha", "mha_k", "mha_v", "qk"});
   ModelBuilder::attr(mha, "num_heads", int64_t{4});
   m.node("SimplifiedLayerNormalization", {"mha", "gamma_64"}, {"rms"});
-  m.weight("gamma_64", {64});
-  for (const char* out :
-       {"mask_index", "residual", "proj", "present_k", "present_v", "mha_k", "mha_v", "rms"}) {
+  m.weight("gamma_64", {64}).weight("bias_64", {64});
+  microsoft("SkipSimplifiedLayerNormalization", {"rms", "q", "gamma_64", "bias_64"}, {"skip_rms"});
+  for (const char* out : {"mask_index", "residual", "proj", "present_k", "present_v", "mha_k",
+                          "mha_v", "qk", "skip_rms"}) {
     m.output(out);
   }
   const LoadedGraph loaded = read_onnx_file(m.save("contrib.onnx"), {});
@@ -753,15 +757,19 @@ TEST(OnnxImportTest, OnnxruntimeContribOpsHaveShapesAndCosts) {
   EXPECT_EQ(output_shapes(g, "proj"), Json::parse("[[2, 8, 32]]"));
   EXPECT_DOUBLE_EQ(op_named(g, "proj").flops, 2.0 * 16 * 32 * 16 + 2 * 32 * 16);
   EXPECT_EQ(op_named(g, "proj").param_bytes, 32 * 8 + 32 * 4);
-  // The caches share their buffer with the past ones: 20 positions, all scored (an upper bound).
-  EXPECT_EQ(output_shapes(g, "gqa"), Json::parse("[[2, 8, 64], [2, 2, 20, 16], [2, 2, 20, 16]]"));
-  const double gqa_scores = 2.0 * 4 * 8 * 20;
+  // The caches hold max(past 20, total_sequence_length 24) positions, all scored.
+  EXPECT_EQ(output_shapes(g, "gqa"), Json::parse("[[2, 8, 64], [2, 2, 24, 16], [2, 2, 24, 16]]"));
+  const double gqa_scores = 2.0 * 4 * 8 * 24;
   EXPECT_DOUBLE_EQ(op_named(g, "gqa").flops, 2 * gqa_scores * 32 + 7 * gqa_scores);
-  EXPECT_EQ(output_shapes(g, "mha"), Json::parse("[[2, 8, 64], [2, 4, 10, 16], [2, 4, 10, 16]]"));
+  EXPECT_EQ(output_shapes(g, "mha"),
+            Json::parse("[[2, 8, 64], [2, 4, 10, 16], [2, 4, 10, 16], [2, 4, 8, 10]]"));
   const double mha_scores = 2.0 * 4 * 8 * 10;
   EXPECT_DOUBLE_EQ(op_named(g, "mha").flops, 2 * mha_scores * 32 + 6 * mha_scores);
   EXPECT_EQ(output_shapes(g, "rms"), Json::parse("[[2, 8, 64]]"));
   EXPECT_DOUBLE_EQ(op_named(g, "rms").flops, 4.0 * 1024);
+  // RMS normalisation (4), the skip addition and the bias (input 3 of this op).
+  EXPECT_DOUBLE_EQ(op_named(g, "skip_rms").flops, 6.0 * 1024);
+  EXPECT_EQ(op_named(g, "skip_rms").param_bytes, 64 * 4);
 }
 
 TEST(OnnxImportTest, HostileSizesInNewerOpsAreErrorsNotOverflows) {
@@ -867,6 +875,67 @@ TEST(OnnxImportTest, Opset23AttentionCachesKeepTheirOwnTypes) {
   EXPECT_EQ(att.output_bytes[0], 1 * 2 * 4 * 8 * 2);
   EXPECT_EQ(att.output_bytes[1], 1 * 2 * 6 * 8 * 2);
   EXPECT_EQ(att.output_bytes[2], 1 * 2 * 6 * 8 * 4);
+}
+
+TEST(OnnxImportTest, ExportedModelsRewrittenInOpset19FormImportIdentically) {
+  // The fixtures (opset 14 and 17) rewritten as an opset-19 exporter writes them: Reduce axes move
+  // from an attribute to an input, the opset rises to 19 (Pad, Resize, Split, AveragePool and Cast
+  // are then read by dplace's rules). Every op must come out the same, except that a Reduce op
+  // now reads its axes tensor too.
+  for (const std::string model : {"transformer_encoder", "inception_v3", "op_mix"}) {
+    const std::string file =
+        kOnnxDir + "/" + expected()["models"][model]["file"].get<std::string>();
+    ox::ModelProto proto;
+    std::ifstream in(file, std::ios::binary);
+    ASSERT_TRUE(proto.ParseFromIstream(&in)) << file;
+    int rewritten = 0;
+    for (auto& o : *proto.mutable_opset_import()) {
+      if (o.domain().empty()) o.set_version(19);
+    }
+    auto* graph = proto.mutable_graph();
+    std::vector<ox::NodeProto> constants;
+    std::map<std::string, double> axes_bytes;  // the axes input the rewritten node now reads
+    for (auto& node : *graph->mutable_node()) {
+      if (node.op_type().rfind("Reduce", 0) != 0 || node.op_type() == "ReduceSum") continue;
+      for (int i = 0; i < node.attribute_size(); ++i) {
+        if (node.attribute(i).name() != "axes") continue;
+        // A small Constant node, as the exporters write shape constants (not a weight).
+        ox::NodeProto constant;
+        constant.set_op_type("Constant");
+        constant.add_output(node.name() + "_axes");
+        auto* value = constant.add_attribute();
+        value->set_name("value");
+        value->set_type(ox::AttributeProto_AttributeType_TENSOR);
+        value->mutable_t()->set_data_type(ox::TensorProto_DataType_INT64);
+        value->mutable_t()->add_dims(node.attribute(i).ints_size());
+        for (int64_t a : node.attribute(i).ints()) value->mutable_t()->add_int64_data(a);
+        axes_bytes[node.name()] = 8.0 * node.attribute(i).ints_size();
+        node.add_input(constant.output(0));
+        node.mutable_attribute()->DeleteSubrange(i, 1);
+        constants.push_back(std::move(constant));
+        ++rewritten;
+        break;
+      }
+    }
+    for (ox::NodeProto& constant : constants) *graph->add_node() = std::move(constant);
+    const std::string upgraded = scratch_path(model + "_opset19.onnx");
+    std::ofstream out(upgraded, std::ios::binary);
+    ASSERT_TRUE(proto.SerializeToOstream(&out));
+    out.close();
+    const LoadedGraph before = load_fixture(model);
+    const LoadedGraph after = read_onnx_file(upgraded, dims_of(model));
+    ASSERT_EQ(before.graph.num_ops(), after.graph.num_ops()) << model;
+    for (const Op& a : before.graph.ops()) {
+      const Op& b = op_named(after.graph, a.name);
+      EXPECT_EQ(a.flops, b.flops) << model << " " << a.name;
+      EXPECT_EQ(a.bytes_accessed.value_or(-1) + axes_bytes[a.name], b.bytes_accessed.value_or(-1))
+          << model << " " << a.name;
+      EXPECT_EQ(a.output_bytes, b.output_bytes) << model << " " << a.name;
+      EXPECT_EQ(a.param_bytes, b.param_bytes) << model << " " << a.name;
+      EXPECT_EQ(a.extra, b.extra) << model << " " << a.name;
+    }
+    if (model == "transformer_encoder") EXPECT_EQ(rewritten, 8);
+  }
 }
 
 TEST(OnnxImportTest, ModelsUpToOpset17KeepLibonnxsOwnDefinitions) {
