@@ -1422,6 +1422,10 @@ const std::unordered_map<std::string, std::vector<int>>& weight_slots() {
       {"RMSNormalization", {1}},
       {"DeformConv", {1, 3}},
       {"SimplifiedLayerNormalization", {1}},
+      {"QLinearConv", {3, 4, 5, 8}},
+      {"QLinearMatMul", {3, 4, 5}},
+      {"ConvInteger", {1, 3}},
+      {"MatMulInteger", {1, 3}},
       {"com.microsoft:SimplifiedLayerNormalization", {1}},
       {"com.microsoft:SkipLayerNormalization", {2, 3, 4}},
       {"com.microsoft:SkipSimplifiedLayerNormalization", {2, 3}},
@@ -1443,8 +1447,9 @@ const std::unordered_map<std::string, std::vector<int>>& weight_slots() {
   return kSlots;
 }
 const std::unordered_set<std::string>& weight_pass_through() {
-  static const std::unordered_set<std::string> kSet = {
-      "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Cast"};
+  static const std::unordered_set<std::string> kSet = {"Identity", "Reshape",         "Flatten",
+                                                       "Squeeze",  "Unsqueeze",       "Transpose",
+                                                       "Cast",     "DequantizeLinear"};
   return kSet;
 }
 
@@ -1572,8 +1577,13 @@ class OnnxImporter {
       }
       v.type = tensor_type(t.data_type(), dims);
       v.literal = literal_from_tensor(t);
-      add_param(v, t.name(),
-                tensor_bytes(TensorInfo{t.data_type(), dims}, "initializer '" + t.name() + "'"));
+      const int64_t bytes =
+          tensor_bytes(TensorInfo{t.data_type(), dims}, "initializer '" + t.name() + "'");
+      if (is_integer_type(t.data_type()) && bytes < kMinConstantWeightBytes) {
+        small_integer_initializers_.push_back({t.name(), bytes});  // decided once uses are known
+      } else {
+        add_param(v, t.name(), bytes);
+      }
     }
     for (const auto& s : g.sparse_initializer()) {
       const std::string& name = s.values().name();
@@ -1731,8 +1741,14 @@ class OnnxImporter {
   }
 
   // Splits graph inputs into weights (constants with a parameter) and data inputs, and sets the
-  // dims of data inputs.
+  // dims of data inputs. A small integer initializer is a weight only when weight slots read it
+  // (quantized weights, zero points); otherwise it is a shape, axes, index or scalar constant,
+  // like a small Constant node (a ReduceMean-18's axes would otherwise be a weight, trained in
+  // --training with its own gradient and Adam update).
   void classify_graph_inputs() {
+    for (const auto& [name, bytes] : small_integer_initializers_) {
+      if (used_only_as_weight(name, 0)) add_param(values_[name], name, bytes);
+    }
     std::vector<std::string> missing;
     std::string first_missing_input;
     for (const auto& in : model_.graph().input()) {
@@ -2261,6 +2277,7 @@ class OnnxImporter {
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, ox::TypeProto> declared_;
   std::vector<Param> params_;
+  std::vector<std::pair<std::string, int64_t>> small_integer_initializers_;  // name, bytes
   std::vector<std::string> data_inputs_;
   std::set<std::string> used_dims_;
   std::unordered_set<std::string> used_names_;

@@ -405,11 +405,54 @@ TEST(OnnxImportTest, ReshapeToAComputedShapeIsAnAliasWithAnInferredShape) {
   ASSERT_EQ(y.inputs.size(), 1u);
   EXPECT_EQ(y.inputs[0].op, g.find_op("r").value());
   EXPECT_EQ(y.extra["output_shapes"], Json::parse("[[2, 12]]"));
-  // The int64 constants feed only folded nodes, and are charged to no op: one warning says so.
+  // The int64 initializers are shape constants, not weights: no parameter, no warning.
   EXPECT_EQ(g.total_param_bytes(), 0);
-  ASSERT_EQ(loaded.warnings.size(), 1u);
-  EXPECT_NE(loaded.warnings[0].find("2 weights (16 bytes) feed no op"), std::string::npos)
-      << loaded.warnings[0];
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings[0];
+}
+
+TEST(OnnxImportTest, SmallIntegerInitializersAreConstantsUnlessWeightSlotsReadThem) {
+  // Exporters that fold constants store axes, starts and indices as initializers. They are not
+  // weights: a ReduceMean-18 or Slice reading one has no parameter and, with --training, no
+  // gradient or Adam update. Quantized weights are: an int8 matrix behind DequantizeLinear, a
+  // QLinearMatMul's int8 B and its zero point.
+  ModelBuilder m(18);
+  m.input("x", {2, 8});
+  m.int_constant("axes", {1}).int_constant("starts", {0}).int_constant("ends", {4});
+  auto int8 = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    auto* t = m.proto().mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(ox::TensorProto_DataType_INT8);
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      n *= d;
+    }
+    t->set_raw_data(std::string(static_cast<size_t>(n), '\x01'));
+  };
+  int8("w_q", {8, 4});
+  int8("b_q", {8, 4});
+  int8("b_zero", {});
+  int8("a_zero", {});
+  m.float_constant("scale", {0.5F});
+  m.node("ReduceMean", {"x", "axes"}, {"mean"});
+  m.node("Slice", {"x", "starts", "ends", "axes"}, {"slice"});
+  m.node("DequantizeLinear", {"w_q", "scale"}, {"w"});
+  m.node("MatMul", {"x", "w"}, {"mm"});
+  m.node("QuantizeLinear", {"x", "scale", "a_zero"}, {"x_q"});
+  m.node("QLinearMatMul", {"x_q", "scale", "a_zero", "b_q", "scale", "b_zero", "scale", "a_zero"},
+         {"qmm"});
+  m.output("mean").output("slice").output("mm").output("qmm");
+  ImportOptions training;
+  training.training = true;
+  const LoadedGraph loaded = read_onnx_file(m.save("int_initializers.onnx"), training);
+  const Graph& g = loaded.graph;
+  for (const std::string& name : {"mean", "slice"}) {
+    EXPECT_EQ(op_named(g, name).param_bytes, 0) << name;
+    EXPECT_FALSE(g.find_op("update/" + name).has_value()) << name;
+  }
+  EXPECT_EQ(op_named(g, "mm").param_bytes, 32 + 4);
+  EXPECT_TRUE(g.find_op("update/mm").has_value());
+  EXPECT_EQ(op_named(g, "qmm").param_bytes, 32 + 1);
 }
 
 TEST(OnnxImportTest, SharedWeightBehindIdentityIsChargedOnce) {
