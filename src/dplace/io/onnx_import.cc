@@ -13,7 +13,8 @@
 //     inputs are set from ImportOptions::dims; an unset one is an error naming it.
 //  4. Nodes are visited in topological order. Each runs ONNX's own type-and-shape inference
 //     function (schema->GetTypeAndShapeInferenceFunction()) with the known input types and the
-//     values of constant tensors. Nodes whose inputs are all constants (Constant, Shape, shape
+//     values of constant tensors; ops this libonnx does not know (newer than opset 17, or
+//     onnxruntime's contrib ops) use dplace's own rules instead (onnx_op_rules.h). Nodes whose inputs are all constants (Constant, Shape, shape
 //     arithmetic, Identity of a weight) are folded: they become no op, and small integer/float
 //     results are evaluated here so that shapes computed in the graph (Reshape after
 //     Shape->Gather->Concat, Slice with computed ends) are known downstream. Identity, Dropout,
@@ -21,7 +22,8 @@
 //     consumers read the producer's tensor. Every other node becomes one op with flops and bytes
 //     from the formulas below.
 //  5. Each initializer's bytes are charged once, to the first op (in topological order) that reads
-//     it directly or through folded nodes.
+//     it directly or through folded nodes; a small integer initializer that no weight slot reads
+//     is a constant (shape, axes, indices), not a weight.
 //  6. With ImportOptions::training, the forward graph is expanded by expand_training
 //     (ir/training.h) into forward + backward + optimizer update ops, as the built-in models are.
 #include <fcntl.h>
