@@ -14,13 +14,13 @@
 //  4. Nodes are visited in topological order. Each runs ONNX's own type-and-shape inference
 //     function (schema->GetTypeAndShapeInferenceFunction()) with the known input types and the
 //     values of constant tensors; ops this libonnx does not know (newer than opset 17, or
-//     onnxruntime's contrib ops) use dplace's own rules instead (onnx_op_rules.h). Nodes whose inputs are all constants (Constant, Shape, shape
-//     arithmetic, Identity of a weight) are folded: they become no op, and small integer/float
-//     results are evaluated here so that shapes computed in the graph (Reshape after
-//     Shape->Gather->Concat, Slice with computed ends) are known downstream. Identity, Dropout,
-//     Reshape, Flatten, Squeeze and Unsqueeze of a runtime tensor are aliases: no op, their
-//     consumers read the producer's tensor. Every other node becomes one op with flops and bytes
-//     from the formulas below.
+//     onnxruntime's contrib ops) use dplace's own rules instead (onnx_op_rules.h). Nodes whose
+//     inputs are all constants (Constant, Shape, shape arithmetic, Identity of a weight) are
+//     folded: they become no op, and small integer/float results are evaluated here so that shapes
+//     computed in the graph (Reshape after Shape->Gather->Concat, Slice with computed ends) are
+//     known downstream. Identity, Dropout, Reshape, Flatten, Squeeze and Unsqueeze of a runtime
+//     tensor are aliases: no op, their consumers read the producer's tensor. Every other node
+//     becomes one op with flops and bytes from the formulas below.
 //  5. Each initializer's bytes are charged once, to the first op (in topological order) that reads
 //     it directly or through folded nodes; a small integer initializer that no weight slot reads
 //     is a constant (shape, axes, indices), not a weight.
@@ -1172,7 +1172,11 @@ std::optional<CostEstimate> estimate_contrib_cost(const CostInputs& c) {
     const auto& x = in(0);
     const auto& w = in(1);
     const double heads = static_cast<double>(attr_int(c.node, "num_heads", 0));
-    if (!y || !x || !w || x->dims.size() != 3 || w->dims.size() != 2 || heads <= 0) return cost;
+    // (Shapes a model's value_info gave, where the rule could not, may have other ranks.)
+    if (!y || !x || !w || y->dims.size() != 3 || x->dims.size() != 3 || w->dims.size() != 2 ||
+        heads <= 0) {
+      return cost;
+    }
     std::vector<int64_t> sizes = attr_ints(c.node, "qkv_hidden_sizes");
     double hidden = sizes.size() == 3 ? static_cast<double>(sizes[0]) : dim(w, 1) / 3;
     double v_hidden = dim(y, 2);
@@ -1186,11 +1190,16 @@ std::optional<CostEstimate> estimate_contrib_cost(const CostInputs& c) {
   } else if (op == "MultiHeadAttention" || op == "GroupQueryAttention") {
     const auto& q = in(0);
     const double heads = static_cast<double>(attr_int(c.node, "num_heads", 0));
-    if (!y || !q || (q->dims.size() != 3 && q->dims.size() != 5) || heads <= 0) return cost;
+    if (!y || !q || y->dims.size() != 3 || (q->dims.size() != 3 && q->dims.size() != 5) ||
+        heads <= 0) {
+      return cost;
+    }
     double batch = dim(q, 0), sequence = dim(q, 1);
     double head = q->dims.size() == 5 ? dim(q, 4) : dim(q, 2) / heads;
     if (op == "GroupQueryAttention" && !present(1) && !present(2)) {  // Q, K and V packed
-      head = dim(q, 2) / (heads + 2 * static_cast<double>(attr_int(c.node, "kv_num_heads", 0)));
+      const double kv_heads = static_cast<double>(attr_int(c.node, "kv_num_heads", 0));
+      if (kv_heads <= 0) return cost;
+      head = dim(q, 2) / (heads + 2 * kv_heads);
     }
     double v_head = dim(y, 2) / heads;
     // The keys: the present cache's or the scores' length, else the value's or packed key's.
