@@ -920,6 +920,29 @@ TEST(OnnxImportTest, Opset23AttentionCachesKeepTheirOwnTypes) {
   EXPECT_EQ(att.output_bytes[2], 1 * 2 * 6 * 8 * 4);
 }
 
+TEST(OnnxImportTest, ContribOpShapedByValueInfoAloneIsCostedSafely) {
+  // The rule refuses a rank-2 value; the model's value_info gives the output a rank-2 shape that
+  // the attention formula must not index as rank 3.
+  ModelBuilder m(17);
+  auto* ms = m.proto().add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  m.input("q", {2, 8, 64}).input("k", {2, 10, 64}).input("v", {2, 640});
+  auto& mha = m.node("MultiHeadAttention", {"q", "k", "v"}, {"y"}, "mha");
+  mha.set_domain("com.microsoft");
+  ModelBuilder::attr(mha, "num_heads", int64_t{4});
+  auto* declared = m.proto().mutable_graph()->add_value_info();
+  declared->set_name("y");
+  declared->mutable_type()->mutable_tensor_type()->set_elem_type(ox::TensorProto_DataType_FLOAT);
+  for (int64_t d : {16, 64}) {
+    declared->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  m.output("y");
+  const LoadedGraph loaded = read_onnx_file(m.save("mha_declared.onnx"), {});
+  EXPECT_EQ(output_shapes(loaded.graph, "mha"), Json::parse("[[16, 64]]"));
+  EXPECT_EQ(op_named(loaded.graph, "mha").flops, 0);
+}
+
 TEST(OnnxImportTest, ExportedModelsRewrittenInOpset19FormImportIdentically) {
   // The fixtures (opset 14 and 17) rewritten as an opset-19 exporter writes them: Reduce axes move
   // from an attribute to an input, the opset rises to 19 (Pad, Resize, Split, AveragePool and Cast
