@@ -70,6 +70,16 @@ TEST(CliTest, InfoWritesTheGraphItReadsAndReadsItBack) {
   EXPECT_NE(same.err.find("GRAPH " + chain + " and -o " + chain + " are the same file"),
             std::string::npos)
       << same.err;
+  // A hard link to the GRAPH file is the GRAPH file.
+  const std::string copy = (temp_dir() / "chain_copy.json").string();
+  const std::string link = (temp_dir() / "chain_link.json").string();
+  std::filesystem::remove(copy);
+  std::filesystem::remove(link);
+  std::filesystem::copy_file(chain, copy);
+  std::filesystem::create_hard_link(copy, link);
+  RunResult linked = run("info " + copy + " -o " + link);
+  EXPECT_EQ(linked.exit_code, 2);
+  EXPECT_NE(linked.err.find("are the same file"), std::string::npos) << linked.err;
   RunResult nowhere = run("info rnnlm -o /nonexistent-dir/g.json");
   EXPECT_EQ(nowhere.exit_code, 2);
   EXPECT_NE(nowhere.err.find("/nonexistent-dir/g.json: cannot open file for writing"),

@@ -1,6 +1,7 @@
 #include "dplace/cli/report.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -137,9 +138,16 @@ void check_outputs_apart(const std::vector<NamedPath>& outputs) {
     if (ec) p = std::filesystem::absolute(o.path).lexically_normal();
     resolved.push_back(std::move(p));
   }
+  // Two names of one existing file (hard links) are one file too.
+  auto same_inode = [](const std::string& a, const std::string& b) {
+    struct stat sa {};
+    struct stat sb {};
+    return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && S_ISREG(sa.st_mode) &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  };
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
-      if (resolved[i] == resolved[j]) {
+      if (resolved[i] == resolved[j] || same_inode(outputs[i].path, outputs[j].path)) {
         // "-o FILE", but "--param curve=FILE".
         auto shown = [](const NamedPath& o) {
           return o.option + (o.option.ends_with('=') ? "" : " ") + o.path;

@@ -62,8 +62,8 @@ struct NamedPath {
 std::vector<NamedPath> output_files(const OutputArgs& args);
 
 // Throws ConfigError naming both options when two of `outputs` are the same file (after resolving
-// "." and "..", and symbolic links in the part that exists): the later write would replace the
-// earlier one without a word.
+// "." and "..", and symbolic links in the part that exists; or two hard links to one existing
+// regular file): the later write would replace the earlier one without a word.
 void check_outputs_apart(const std::vector<NamedPath>& outputs);
 
 // Also refuses two of -o, --trace and --dot naming the same file (check_outputs_apart).

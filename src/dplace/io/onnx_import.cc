@@ -1727,6 +1727,14 @@ class OnnxImporter {
     params_.push_back({name, bytes, false});
   }
 
+  static bool is_weight_slot(const ox::NodeProto& node, int slot) {
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto slots =
+        weight_slots().find(domain.empty() ? node.op_type() : domain + ":" + node.op_type());
+    return slots != weight_slots().end() &&
+           std::find(slots->second.begin(), slots->second.end(), slot) != slots->second.end();
+  }
+
   // Whether every use of `name` is a weight slot, looking through pass-through ops.
   bool used_only_as_weight(const std::string& name, int depth) {
     auto it = uses_.find(name);
@@ -1740,25 +1748,39 @@ class OnnxImporter {
         }
         continue;
       }
-      const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-      auto slots =
-          weight_slots().find(domain.empty() ? node.op_type() : domain + ":" + node.op_type());
-      if (slots == weight_slots().end() ||
-          std::find(slots->second.begin(), slots->second.end(), use.slot) == slots->second.end()) {
-        return false;
-      }
+      if (!is_weight_slot(node, use.slot)) return false;
     }
     return true;
   }
 
+  // Whether some use of constant `name` reads it as a weight: a weight slot, looking through
+  // pass-through ops, or the tensor or zero point a DequantizeLinear dequantizes (a constant that
+  // is dequantized is a quantized weight or bias, whatever reads the result).
+  bool read_as_weight(const std::string& name, int depth) {
+    auto it = uses_.find(name);
+    if (it == uses_.end() || depth > 16) return false;
+    const ox::GraphProto& g = model_.graph();
+    for (const Use& use : it->second) {
+      const ox::NodeProto& node = g.node(use.node);
+      if (node.op_type() == "DequantizeLinear" && (use.slot == 0 || use.slot == 2)) return true;
+      if (use.slot == 0 && weight_pass_through().count(node.op_type()) > 0) {
+        if (node.output_size() > 0 && read_as_weight(node.output(0), depth + 1)) return true;
+        continue;
+      }
+      if (is_weight_slot(node, use.slot)) return true;
+    }
+    return false;
+  }
+
   // Splits graph inputs into weights (constants with a parameter) and data inputs, and sets the
-  // dims of data inputs. A small integer initializer is a weight only when weight slots read it
-  // (quantized weights, zero points); otherwise it is a shape, axes, index or scalar constant,
-  // like a small Constant node (a ReduceMean-18's axes would otherwise be a weight, trained in
+  // dims of data inputs. A small integer initializer is a weight only when some use reads it as one
+  // (read_as_weight: quantized weights, zero points); otherwise it is a shape, axes, index or
+  // scalar constant, like a small Constant node (a ReduceMean-18's axes would otherwise be a
+  // weight, trained in
   // --training with its own gradient and Adam update).
   void classify_graph_inputs() {
     for (const auto& [name, bytes] : small_integer_initializers_) {
-      if (used_only_as_weight(name, 0)) add_param(values_[name], name, bytes);
+      if (read_as_weight(name, 0)) add_param(values_[name], name, bytes);
     }
     std::vector<std::string> missing;
     std::string first_missing_input;
@@ -1994,9 +2016,9 @@ class OnnxImporter {
     return inputs;
   }
 
-  // Runs ONNX type-and-shape inference for one node (or, for ops newer than this libonnx,
-  // onnx_newer_ops.h's rules). Returns the output types (empty TypeProto
-  // where nothing was inferred) and sets `error` to ONNX's message when inference failed.
+  // Runs ONNX type-and-shape inference for one node, or dplace's own rule for an op this libonnx
+  // does not know (onnx_op_rules.h). Returns the output types (an empty TypeProto where nothing was
+  // inferred) and sets `error` to why inference failed, saying whose inference it was.
   std::vector<ox::TypeProto> infer(ox::NodeProto& node, std::string& error) {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();

@@ -453,6 +453,33 @@ TEST(OnnxImportTest, SmallIntegerInitializersAreConstantsUnlessWeightSlotsReadTh
   EXPECT_EQ(op_named(g, "mm").param_bytes, 32 + 4);
   EXPECT_TRUE(g.find_op("update/mm").has_value());
   EXPECT_EQ(op_named(g, "qmm").param_bytes, 32 + 1);
+
+  // A quantized bias dequantized into an Add (PyTorch's Linear as MatMul + Add), and a weight
+  // shared by a weight slot and another reader, stay weights: some use reads them as weights.
+  ModelBuilder q(17);
+  q.input("x", {2, 8});
+  auto* bias = q.proto().mutable_graph()->add_initializer();
+  bias->set_name("bias_q");
+  bias->set_data_type(ox::TensorProto_DataType_INT8);
+  bias->add_dims(8);
+  bias->set_raw_data(std::string(8, '\x01'));
+  auto* shared = q.proto().mutable_graph()->add_initializer();
+  shared->set_name("w_shared");
+  shared->set_data_type(ox::TensorProto_DataType_INT8);
+  shared->add_dims(8);
+  shared->add_dims(8);
+  shared->set_raw_data(std::string(64, '\x01'));
+  q.float_constant("scale", {0.5F});
+  q.node("DequantizeLinear", {"bias_q", "scale"}, {"bias"});
+  q.node("Add", {"x", "bias"}, {"biased"});
+  q.node("Cast", {"w_shared"}, {"w_float"});
+  ModelBuilder::attr(q.node("Cast", {"x"}, {"x_int"}), "to",
+                     int64_t{ox::TensorProto_DataType_INT8});
+  q.node("MatMulInteger", {"x_int", "w_shared"}, {"mmi"});
+  q.node("ReduceSum", {"w_float"}, {"w_sum"});  // another reader of the weight (folded)
+  q.output("mmi").output("biased");
+  const LoadedGraph quantized = read_onnx_file(q.save("quantized_bias.onnx"), {});
+  EXPECT_EQ(quantized.graph.total_param_bytes(), 8 + 4 + 64);
 }
 
 TEST(OnnxImportTest, SharedWeightBehindIdentityIsChargedOnce) {
