@@ -20,8 +20,6 @@
 namespace dplace::onnx_detail {
 namespace {
 
-using Rule = void (*)(const RuleInputs& in, RuleResult& result);
-
 // SkipLayerNormalization and SkipSimplifiedLayerNormalization: output 0 and the sum of input, skip
 // and bias (output 3) have the input's shape; mean and inverse standard deviation (outputs 1, 2)
 // are float, one per normalised row.

@@ -16,8 +16,6 @@
 namespace dplace::onnx_detail {
 namespace {
 
-using Rule = void (*)(const RuleInputs& in, RuleResult& result);
-
 // Reduce*-18: axes is an optional int64 input; without it (or with it empty) every axis is reduced
 // unless noop_with_empty_axes is 1, which makes the op an identity.
 void reduce_rule(const RuleInputs& in, RuleResult& result) {

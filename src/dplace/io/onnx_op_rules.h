@@ -166,6 +166,9 @@ inline std::optional<std::vector<int64_t>> normalize_axes(const std::vector<int6
   return out;
 }
 
+// A shape rule: sets the outputs of `in.node()` it can infer, or says in `result.error` why not.
+using Rule = void (*)(const RuleInputs& in, RuleResult& result);
+
 // Numpy broadcasting of two shapes, or an error in `result`.
 inline std::optional<std::vector<int64_t>> broadcast_dims(const std::vector<int64_t>& a,
                                                           const std::vector<int64_t>& b,
