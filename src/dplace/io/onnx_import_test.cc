@@ -864,6 +864,13 @@ TEST(OnnxImportTest, HostileSizesInNewerOpsAreErrorsNotOverflows) {
     ModelBuilder::attr(n, "dilations", std::vector<int64_t>{4});
   });
   EXPECT_NE(pool.find("overflow"), std::string::npos) << pool;
+  // (kernel - 1) x dilation is the largest int64; the window, one more, is not.
+  std::string window = error_with([&](ModelBuilder& m) {
+    auto& n = m.node("AveragePool", {"x"}, {"y"}, "pool");
+    ModelBuilder::attr(n, "kernel_shape", std::vector<int64_t>{2});
+    ModelBuilder::attr(n, "dilations", std::vector<int64_t>{kMax});
+  });
+  EXPECT_NE(window.find("overflow"), std::string::npos) << window;
   std::string split = error_with([&](ModelBuilder& m) {
     m.int_constant("sizes", {kMax, kMax});
     auto& n = m.node("Split", {"x", "sizes"}, {"y", "z"}, "split");

@@ -272,8 +272,10 @@ void pool_rule(const RuleInputs& in, RuleResult& result) {
       return;
     }
     int64_t window = 0;  // (kernel - 1) * dilation + 1
-    if (!checked_mul(kernel[i] - 1, dilations[i], window, result)) return;
-    ++window;
+    if (!checked_mul(kernel[i] - 1, dilations[i], window, result) ||
+        !checked_add(window, 1, window, result)) {
+      return;
+    }
     const int64_t stride = strides[i];
     int64_t n = 0;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
