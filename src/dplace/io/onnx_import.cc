@@ -2038,7 +2038,8 @@ class OnnxImporter {
         return std::move(contrib->outputs);
       }
       error = "ONNX shape inference: ONNX has no schema for op type '" + node.op_type() + "'" +
-              (domain.empty() ? "" : " in domain '" + domain + "'");
+              (domain.empty() ? "" : " in domain '" + domain + "'") +
+              "; the model's value_info can give its outputs' shapes";
       return out;
     }
     if (std::string problem = precheck(node); !problem.empty()) {
