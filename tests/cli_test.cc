@@ -624,6 +624,25 @@ TEST(CliTest, NoMemoryToLoadLibTorchIsExit3) {
   EXPECT_EQ(r.err.find("DPLACE_RL_TORCH_MODULE"), std::string::npos) << r.err;
 }
 
+// A placer that runs out of memory in compare used to end the run with exit 3 and no table: the
+// other placers' rows were lost. They are printed; the run still ends with exit 3.
+TEST(CliTest, CompareKeepsTheRowsOfPlacersThatHadTheirResources) {
+  const RunResult r =
+      run("compare two_tower --cluster paper-k80x2 --placers heft,rl,m-etf --param rl.samples=8 "
+          "--param rl.batch=8 --param rl.polish=0 --json",
+          "ulimit -v 450000; timeout 60");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find("compare: placer rl did not finish: the system refused a resource"),
+            std::string::npos)
+      << r.err;
+  const Json rows = Json::parse(r.out)["rows"];
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  EXPECT_GT(rows[0]["step_time_s"].get<double>(), 0);
+  EXPECT_NE(rows[1]["error"].get<std::string>().find("out of host memory"), std::string::npos);
+  EXPECT_GT(rows[2]["step_time_s"].get<double>(), 0);
+}
+
 // A measurement runs in a process group of its own, which Ctrl-C does not reach: a dplace
 // interrupted or killed left it running to its end (a real training run, perhaps). SIGTERM (and
 // SIGINT, SIGHUP) now kill the measurements' groups and remove their placement files, then end

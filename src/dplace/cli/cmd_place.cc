@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <new>
 #include <optional>
+#include <system_error>
 
 #include "dplace/cli/commands.h"
 #include "dplace/cli/report.h"
@@ -228,6 +230,7 @@ void run_compare(const CompareArgs& args) {
     }
   }
   std::vector<CompareRow> rows;
+  std::vector<std::string> refused;  // placers the system refused a resource (memory, a thread)
   for (size_t i = 0; i < names.size(); ++i) {
     make_placer(names[i]);  // unknown names are an input error before any work starts
     if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i) {
@@ -243,6 +246,14 @@ void run_compare(const CompareArgs& args) {
       row.evaluation = run_placer(session, request, name);
     } catch (const ConfigError& e) {
       row.error = e.what();
+    } catch (const std::bad_alloc&) {
+      // The other placers may still fit in memory: their rows are kept, and the run ends with
+      // exit status 3 after the report (below).
+      row.error = "placer '" + name + "': out of host memory";
+      refused.push_back(name);
+    } catch (const std::system_error& e) {
+      row.error = e.what();
+      refused.push_back(name);
     }
     if (request.progress) print_to_stderr("dplace: {} done\n", name);
     rows.push_back(std::move(row));
@@ -354,6 +365,15 @@ void run_compare(const CompareArgs& args) {
   } else if (!args.out.placement_path.empty() || !args.out.trace_path.empty() ||
              !args.out.dot_path.empty()) {
     print_to_stderr("dplace: warning: no placer found a placement that fits; nothing written\n");
+  }
+  if (!refused.empty()) {
+    std::string names;
+    for (const std::string& name : refused) names += (names.empty() ? "" : ", ") + name;
+    const bool several = refused.size() > 1;
+    throw ResourceError(fmt::format(
+        "compare: {} {} did not finish: the system refused a resource ({} which); the other rows "
+        "are complete",
+        several ? "placers" : "placer", names, several ? "their rows say" : "its row says"));
   }
 }
 

@@ -109,6 +109,10 @@ int main(int argc, char** argv) {
     dplace::cli::drop_input_warnings();
     dplace::print_to_stderr("dplace: {}\n", one_line(e.what()));
     return 2;
+  } catch (const dplace::ResourceError& e) {
+    dplace::cli::print_input_warnings();  // the report was printed: so are its inputs' warnings
+    dplace::print_to_stderr("dplace: {}\n", one_line(e.what()));
+    return 3;
   } catch (const std::bad_alloc&) {
     dplace::cli::drop_input_warnings();
     dplace::print_to_stderr("dplace: out of host memory\n");

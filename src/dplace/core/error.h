@@ -5,6 +5,9 @@
 //  * Bad input or configuration: dplace::Error and its subclasses. The message is one line that
 //    names the file (or source), the op or field, and what is wrong. Thrown by readers, builders
 //    and option validation; caught only at the boundaries (the CLI turns it into exit status 2).
+//  * A resource the system refused (memory, a thread, a process): std::bad_alloc,
+//    std::system_error, or ResourceError where a command goes on without the resource and reports
+//    the failure at its end; the CLI turns each into exit status 3.
 //
 // Thread safety: all functions are thread-safe.
 #pragma once
@@ -38,6 +41,13 @@ class GraphError : public Error {
 class ConfigError : public Error {
  public:
   using Error::Error;
+};
+
+// A command finished what it could after the system refused a resource to part of it (compare:
+// one placer ran out of host memory). what() is the complete one-line message.
+class ResourceError : public std::runtime_error {
+ public:
+  explicit ResourceError(const std::string& message) : std::runtime_error(message) {}
 };
 
 // The longest wall-clock limit an option accepts, in seconds (about 11.6 days). Longer values,
