@@ -135,18 +135,6 @@ void set_caches_and_scores(const RuleInputs& in, size_t past_slot, int64_t batch
   set_output(result, 3, in.elem_type(0), {batch, heads, sequence, keys});
 }
 
-// The length of a past cache (input `slot`, rank 4), 0 without one, or nullopt with an error.
-std::optional<int64_t> past_length(const RuleInputs& in, size_t slot, RuleResult& result) {
-  if (!in.present(slot)) return 0;
-  std::optional<std::vector<int64_t>> past = need_dims(in, slot, result);
-  if (!past) return std::nullopt;
-  if (past->size() != 4) {
-    result.error = "the past key and value caches must have rank 4";
-    return std::nullopt;
-  }
-  return (*past)[2];
-}
-
 // MultiHeadAttention: query (batch, sequence, hidden), key and value (batch, keys, hidden) or
 // (batch, heads, keys, head size); or query packed with K and V (batch, sequence, heads, 3, head
 // size); or key packed with V (batch, keys, heads, 2, head size) and no value. Output (batch,

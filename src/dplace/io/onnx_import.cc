@@ -982,6 +982,17 @@ struct CostInputs {
   std::vector<std::optional<TensorInfo>> out;  // nullopt: absent (unnamed optional output)
   double read_bytes = 0;                       // every input with a known type
   double written_bytes = 0;
+
+  // Input or output i, nullopt when absent, unknown or past the end.
+  const std::optional<TensorInfo>& input(size_t i) const { return i < in.size() ? in[i] : kNone; }
+  const std::optional<TensorInfo>& output(size_t i) const {
+    return i < out.size() ? out[i] : kNone;
+  }
+  // Whether the node names input i.
+  bool present(size_t i) const {
+    return i < static_cast<size_t>(node.input_size()) && !node.input(static_cast<int>(i)).empty();
+  }
+  static inline const std::optional<TensorInfo> kNone;
 };
 
 struct CostEstimate {
@@ -1133,18 +1144,10 @@ const std::unordered_set<std::string>& data_movement_ops() {
 // the node has one (with a shared buffer, its full length: an upper bound).
 std::optional<CostEstimate> estimate_contrib_cost(const CostInputs& c) {
   const std::string& op = c.node.op_type();
-  const std::optional<TensorInfo> none;
-  const auto& in = [&](size_t i) -> const std::optional<TensorInfo>& {
-    return i < c.in.size() ? c.in[i] : none;
-  };
-  const auto& out = [&](size_t i) -> const std::optional<TensorInfo>& {
-    return i < c.out.size() ? c.out[i] : none;
-  };
-  auto present = [&](size_t i) {
-    return i < static_cast<size_t>(c.node.input_size()) &&
-           !c.node.input(static_cast<int>(i)).empty();
-  };
-  const std::optional<TensorInfo>& y = out(0);
+  auto in = [&c](size_t i) -> const std::optional<TensorInfo>& { return c.input(i); };
+  auto out = [&c](size_t i) -> const std::optional<TensorInfo>& { return c.output(i); };
+  auto present = [&c](size_t i) { return c.present(i); };
+  const std::optional<TensorInfo>& y = c.output(0);
   auto dim = [](const std::optional<TensorInfo>& t, size_t i) {
     return static_cast<double>(t->dims[i]);
   };
@@ -1237,15 +1240,9 @@ std::optional<CostEstimate> estimate_contrib_cost(const CostInputs& c) {
 
 CostEstimate estimate_cost(const CostInputs& c) {
   const std::string& op = c.node.op_type();
-  const std::optional<TensorInfo> none;
-  const auto& in = [&](size_t i) -> const std::optional<TensorInfo>& {
-    return i < c.in.size() ? c.in[i] : none;
-  };
-  const std::optional<TensorInfo>& y = c.out.empty() ? none : c.out[0];
-  auto present = [&](size_t i) {
-    return i < static_cast<size_t>(c.node.input_size()) &&
-           !c.node.input(static_cast<int>(i)).empty();
-  };
+  auto in = [&c](size_t i) -> const std::optional<TensorInfo>& { return c.input(i); };
+  auto present = [&c](size_t i) { return c.present(i); };
+  const std::optional<TensorInfo>& y = c.output(0);
   CostEstimate cost;
 
   if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv") {
@@ -2022,8 +2019,9 @@ class OnnxImporter {
   std::vector<ox::TypeProto> infer(ox::NodeProto& node, std::string& error) {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const std::vector<NodeInput> inputs = node_inputs(node);  // what dplace's rules read
     if (domain.empty()) {
-      std::optional<RuleResult> newer = infer_newer_op(node, opset_of(""), node_inputs(node));
+      std::optional<RuleResult> newer = infer_newer_op(node, opset_of(""), inputs);
       if (newer) {
         if (!newer->error.empty())
           error = "dplace's rule for opset " + std::to_string(opset_of("")) + ": " + newer->error;
@@ -2033,7 +2031,7 @@ class OnnxImporter {
     const ox::OpSchema* schema =
         ox::OpSchemaRegistry::Schema(node.op_type(), opset_of(domain), domain);
     if (schema == nullptr) {
-      if (std::optional<RuleResult> contrib = infer_contrib_op(node, node_inputs(node))) {
+      if (std::optional<RuleResult> contrib = infer_contrib_op(node, inputs)) {
         if (!contrib->error.empty()) error = "dplace's rule for the contrib op: " + contrib->error;
         return std::move(contrib->outputs);
       }

@@ -36,7 +36,7 @@ void reduce_rule(const RuleInputs& in, RuleResult& result) {
       set_output(result, 0, in.elem_type(0), *d);
       return;
     }
-    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    axes = every_axis(d->size());
   }
   std::optional<std::vector<int64_t>> reduced = normalize_axes(axes, d->size(), result);
   if (!reduced) return;
@@ -138,7 +138,7 @@ void pad_rule(const RuleInputs& in, RuleResult& result) {
     }
     axes = *given;
   } else {
-    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    axes = every_axis(d->size());
   }
   std::optional<std::vector<int64_t>> padded = normalize_axes(axes, d->size(), result);
   if (!padded) return;
@@ -171,9 +171,7 @@ void resize_rule(const RuleInputs& in, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, 0, result);
   if (!d) return;
   std::vector<int64_t> axes = attr_ints(in.node(), "axes");
-  if (axes.empty()) {
-    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
+  if (axes.empty()) axes = every_axis(d->size());
   std::optional<std::vector<int64_t>> resized = normalize_axes(axes, d->size(), result);
   if (!resized) return;
   const std::vector<double>* scales = in.values(2);
@@ -360,9 +358,7 @@ void center_crop_pad_rule(const RuleInputs& in, RuleResult& result) {
     return;
   }
   std::vector<int64_t> axes = attr_ints(in.node(), "axes");
-  if (axes.empty()) {
-    for (size_t i = 0; i < d->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
+  if (axes.empty()) axes = every_axis(d->size());
   std::optional<std::vector<int64_t>> cropped = normalize_axes(axes, d->size(), result);
   if (!cropped) return;
   if (shape->size() != cropped->size()) {
@@ -426,18 +422,11 @@ void attention_rule(const RuleInputs& in, RuleResult& result) {
     q_seq = (*q)[1], head = (*q)[2] / q_heads;
     kv_seq = (*k)[1], v_head = (*v)[2] / kv_heads;
   }
-  int64_t past = 0;
-  if (in.present(4)) {
-    std::optional<std::vector<int64_t>> p = need_dims(in, 4, result);
-    if (!p) return;
-    if (p->size() != 4) {
-      result.error = "past_key must have rank 4";
-      return;
-    }
-    past = (*p)[2];
-  }
+  std::optional<int64_t> past = past_length(in, 4, result);
+  if (!past) return;
   int64_t keys = 0, q_hidden = 0;  // past + new sequence; Y's last dimension in 3-D
-  if (!checked_add(past, kv_seq, keys, result) || !checked_mul(q_heads, v_head, q_hidden, result)) {
+  if (!checked_add(*past, kv_seq, keys, result) ||
+      !checked_mul(q_heads, v_head, q_hidden, result)) {
     return;
   }
   // Y and the scores take Q's type; the present caches their past's, else K's and V's.

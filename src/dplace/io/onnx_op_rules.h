@@ -166,6 +166,26 @@ inline std::optional<std::vector<int64_t>> normalize_axes(const std::vector<int6
   return out;
 }
 
+// Every axis of a tensor of rank `rank`: 0, 1, ..., rank - 1.
+inline std::vector<int64_t> every_axis(size_t rank) {
+  std::vector<int64_t> axes(rank);
+  for (size_t i = 0; i < rank; ++i) axes[i] = static_cast<int64_t>(i);
+  return axes;
+}
+
+// The length of a past key or value cache (input `slot`, rank 4: batch, heads, length, size), 0
+// without one, or nullopt with an error in `result`.
+inline std::optional<int64_t> past_length(const RuleInputs& in, size_t slot, RuleResult& result) {
+  if (!in.present(slot)) return 0;
+  std::optional<std::vector<int64_t>> past = need_dims(in, slot, result);
+  if (!past) return std::nullopt;
+  if (past->size() != 4) {
+    result.error = "the past key and value caches must have rank 4";
+    return std::nullopt;
+  }
+  return (*past)[2];
+}
+
 // A shape rule: sets the outputs of `in.node()` it can infer, or says in `result.error` why not.
 using Rule = void (*)(const RuleInputs& in, RuleResult& result);
 
