@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "cli_run.h"
 #include "dplace/core/json.h"
@@ -85,6 +87,110 @@ TEST(CliTest, InfoWritesTheGraphItReadsAndReadsItBack) {
   EXPECT_NE(nowhere.err.find("/nonexistent-dir/g.json: cannot open file for writing"),
             std::string::npos)
       << nowhere.err;
+}
+
+// An onnxruntime profile as its profiler writes one: `runs` session runs of the given node
+// events (node name, microseconds, provider), each with its fence events and a model_run event.
+std::string write_ort_profile(const std::string& name,
+                              const std::vector<std::tuple<std::string, int, std::string>>& nodes,
+                              int runs, const std::string& output_shape = "") {
+  std::string text = R"([{"cat" : "Session","pid" :9,"tid" :9,"dur" :1000,"ts" :0,"ph" : "X",)"
+                     R"("name" :"model_loading_uri","args" : {}})";
+  int ts = 10;
+  for (int run = 0; run < runs; ++run) {
+    for (const auto& [node, micros, provider] : nodes) {
+      const std::string head = R"({"cat" : "Node","pid" :9,"tid" :9,"dur" :)";
+      text += ",\n" + head + "1,\"ts\" :" + std::to_string(ts++) + R"(,"ph" : "X","name" :")" +
+              node + R"(_fence_before","args" : {"op_name" : "Op"}})";
+      text +=
+          ",\n" + head + std::to_string(micros) + ",\"ts\" :" + std::to_string(ts++) +
+          R"(,"ph" : "X","name" :")" + node + R"(_kernel_time","args" : {"op_name" : "Op",)" +
+          R"("provider" : ")" + provider + "\"" +
+          (output_shape.empty() ? ""
+                                : R"(,"output_type_shape" : [{"float":)" + output_shape + "}]") +
+          "}}";
+    }
+    text += R"(,{"cat" : "Session","pid" :9,"tid" :9,"dur" :900,"ts" :9,"ph" : "X",)"
+            R"("name" :"model_run","args" : {}})";
+  }
+  const std::string path = (temp_dir() / name).string();
+  std::ofstream(path, std::ios::trunc) << text << "]\n";
+  return path;
+}
+
+TEST(CliTest, OnnxruntimeProfileTimesReplaceTheCostModel) {
+  // SimulateGivesHandComputedStepTime's chain with measured times: a and b on the GPU (CUDA),
+  // y on the CPU, medians of three runs. Step = x 1e-4 + x->a 1e-3 + a 5e-4 + b 7e-4 + b->y 1e-3
+  // + y 5e-5 = 3.35e-3 s (6.3e-3 s with the cost model's estimates).
+  const std::string profile = write_ort_profile("chain_cuda.json",
+                                                {{"a", 500, "CUDAExecutionProvider"},
+                                                 {"b", 700, "CUDAExecutionProvider"},
+                                                 {"y", 50, "CPUExecutionProvider"}},
+                                                3);
+  const std::string common = data("cli/chain.json") + " --cluster " + data("cli/two_devices.json") +
+                             " --placement " + data("cli/split.placement.json") +
+                             " --json --profile " + profile;
+  RunResult r = run("simulate " + common);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NEAR(Json::parse(r.out)["step_time_s"].get<double>(), 3.35e-3, 1e-15);
+
+  // FILE=DEVICE: the times go to that device, which the cluster must have.
+  RunResult named = run("simulate " + common + "=/gpu:0");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NEAR(Json::parse(named.out)["step_time_s"].get<double>(), 3.35e-3, 1e-15);
+  expect_one_line_error(run("simulate " + common + "=/gpu:7"),
+                        "--profile " + profile +
+                            "=/gpu:7: cluster 'two-devices' has no device or device kind '/gpu:7'");
+  // A kind the cluster lacks is only a warning: those times are not used.
+  RunResult cpu_only = run("place " + data("cli/chain.json") +
+                           " --cluster cpu-only --placer single-cpu --profile " + profile);
+  ASSERT_EQ(cpu_only.exit_code, 0) << cpu_only.err;
+  EXPECT_NE(cpu_only.err.find(profile + ": its times are for 'gpu' devices, and cluster "
+                                        "'cpu-only' has none; they are not used"),
+            std::string::npos)
+      << cpu_only.err;
+
+  // info counts the measured ops and writes them as time_s.
+  const std::string written = (temp_dir() / "measured.json").string();
+  RunResult info =
+      run("info " + data("cli/chain.json") + " --json --profile " + profile + " -o " + written);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(Json::parse(info.out)["measured_ops"], Json::parse(R"({"cpu": 1, "gpu": 2})"));
+  const Json graph = Json::parse(read_all(written));
+  EXPECT_EQ(graph["ops"][1]["time_s"], Json::parse(R"({"gpu": 5e-4})"));
+
+  // Bad profiles are one-line errors naming the file.
+  expect_one_line_error(
+      run("info " + data("cli/chain.json") + " --profile " + data("cli/chain.json")),
+      data("cli/chain.json") + ": not an onnxruntime profile");
+  expect_one_line_error(run("info " + data("cli/chain.json") + " --profile /nonexistent.json"),
+                        "/nonexistent.json");
+  const std::string other =
+      write_ort_profile("other.json", {{"conv1", 9, "CPUExecutionProvider"}}, 3);
+  expect_one_line_error(run("info " + data("cli/chain.json") + " --profile " + other),
+                        "none of its 1 profiled nodes is an op of graph 'chain'");
+}
+
+TEST(CliTest, OnnxruntimeProfileOfAnOnnxModelMatchesNodeNames) {
+  // op_mix.onnx's nodes by the names onnxruntime gives them; "/Shape" is a node dplace folds.
+  const std::string profile =
+      write_ort_profile("op_mix_cpu.json",
+                        {{"/up/ConvTranspose", 40, "CPUExecutionProvider"},
+                         {"/bn/BatchNormalization", 12, "CPUExecutionProvider"},
+                         {"/gru/GRU", 300, "CPUExecutionProvider"},
+                         {"/Shape", 1, "CPUExecutionProvider"}},
+                        5);
+  RunResult r = run("info " + data("onnx/op_mix.onnx") + " --json --profile " + profile);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["measured_ops"], Json::parse(R"({"cpu": 3})"));
+  EXPECT_NE(r.err.find(profile + ": 1 of its 4 profiled nodes (0.3% of their time) are no op of "
+                                 "graph 'op_mix'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(profile + ": 14 forward ops with work have no time in it"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CliTest, SimulateGivesHandComputedStepTime) {

@@ -34,7 +34,9 @@ void run_info(const InfoArgs& args) {
   int64_t activation_bytes = 0;
   std::map<std::string, int64_t> phases;
   std::map<std::string, int64_t> types;
+  std::map<std::string, int64_t> measured;  // device name or kind -> ops with a measured time
   for (const Op& op : g.ops()) {
+    for (const TimeOverride& t : op.time_s) ++measured[t.device];
     if (op.phase == Phase::kForward || op.phase == Phase::kUnspecified) forward_flops += op.flops;
     for (int64_t b : op.output_bytes) activation_bytes += b;
     std::string phase(phase_name(op.phase));
@@ -58,6 +60,7 @@ void run_info(const InfoArgs& args) {
               {"activation_bytes", activation_bytes},
               {"phases", phases},
               {"op_types", types},
+              {"measured_ops", measured},
               {"implied_cluster", w.implied_cluster ? w.implied_cluster->name() : ""}};
     fmt::print("{}\n", j.dump(2));
     return;
@@ -85,6 +88,13 @@ void run_info(const InfoArgs& args) {
                              by_count[i].second);
   }
   fmt::print("top op types     {}\n", type_line);
+  if (!measured.empty()) {
+    std::string measured_line;
+    for (const auto& [device, n] : measured) {
+      measured_line += fmt::format("{}{} ops on {}", measured_line.empty() ? "" : ", ", n, device);
+    }
+    fmt::print("measured times   {}\n", measured_line);
+  }
   if (w.implied_cluster) fmt::print("implied cluster  {}\n", w.implied_cluster->name());
 }
 

@@ -49,6 +49,11 @@ void add_graph_options(CLI::App* cmd, GraphArgs& args) {
   cmd->add_flag("--training", args.training, "forward + backward + update graph");
   cmd->add_flag("--inference", args.inference, "forward graph only");
   cmd->add_option("--dim", args.dims, "value of a symbolic ONNX dimension, name=value");
+  cmd->add_option("--profile", args.profiles,
+                  "onnxruntime profile (JSON) whose measured node times replace the cost model's "
+                  "on the device kind each node ran on; FILE=DEVICE names the device")
+      ->type_name("FILE[=DEVICE]")
+      ->check(non_empty_value("an onnxruntime profile file"));
 }
 
 CLI::Validator non_empty_value(const std::string& expected) {
@@ -149,7 +154,9 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) 
 
 }  // namespace
 
-Workload load_workload(const GraphArgs& args) {
+namespace {
+
+Workload load_graph_or_model(const GraphArgs& args) {
   if (args.training && args.inference) {
     throw ConfigError("--training and --inference are mutually exclusive");
   }
@@ -194,6 +201,22 @@ Workload load_workload(const GraphArgs& args) {
   return w;
 }
 
+}  // namespace
+
+Workload load_workload(const GraphArgs& args) {
+  Workload w = load_graph_or_model(args);
+  if (args.profiles.empty()) return w;
+  std::vector<OrtProfile> profiles;
+  for (const std::string& text : args.profiles) {
+    profiles.push_back(read_ort_profile(parse_profile_spec(text)));
+  }
+  MeasuredGraph measured = apply_ort_profiles(w.graph, profiles);
+  for (std::string& warning : measured.warnings) defer_input_warning(std::move(warning));
+  w.graph = std::move(measured.graph);
+  w.measured = std::move(measured.targets);
+  return w;
+}
+
 namespace {
 
 Cluster choose_cluster(const Workload& w, const std::optional<std::string>& cluster_arg) {
@@ -215,6 +238,24 @@ Session::Session(Workload workload, const std::optional<std::string>& cluster_ar
     throw ConfigError(workload_.path + ": " + e.what());
   }
   simulator_ = std::make_unique<Simulator>(workload_.graph, cluster_, *costs_);
+  check_measured_devices();
+}
+
+void Session::check_measured_devices() const {
+  for (const MeasuredGraph::Target& target : workload_.measured) {
+    const std::optional<DeviceKind> kind = parse_device_kind(target.device);
+    const bool present = cluster_.find_device(target.device).has_value() ||
+                         (kind && !cluster_.devices_of_kind(*kind).empty());
+    if (present) continue;
+    if (target.from_spec) {
+      throw ConfigError(
+          fmt::format("--profile {}={}: cluster '{}' has no device or device kind '{}'",
+                      target.path, target.device, cluster_.name(), target.device));
+    }
+    defer_input_warning(fmt::format(
+        "{}: its times are for '{}' devices, and cluster '{}' has none; they are not used",
+        target.path, target.device, cluster_.name()));
+  }
 }
 
 std::optional<Placement> Session::expert_placement() const {

@@ -14,6 +14,7 @@
 #include "dplace/cluster/cluster.h"
 #include "dplace/cost/cost_model.h"
 #include "dplace/io/importers.h"
+#include "dplace/io/ort_profile.h"
 #include "dplace/ir/graph.h"
 #include "dplace/models/registry.h"
 #include "dplace/sim/simulator.h"
@@ -25,7 +26,8 @@ struct GraphArgs {
   std::optional<int> batch, layers, hidden, seq, vocab;
   bool training = false;
   bool inference = false;
-  std::vector<std::string> dims;  // name=value
+  std::vector<std::string> dims;      // name=value
+  std::vector<std::string> profiles;  // onnxruntime profiles: FILE or FILE=DEVICE
 };
 
 // Adds GRAPH (positional) and the model/import options to a subcommand.
@@ -54,9 +56,13 @@ struct Workload {
   const ModelEntry* model = nullptr;  // set for built-in models
   std::string format;                 // "model", "dplace.graph/1", "onnx", ...
   std::string path;                   // the file read; empty for built-in models
+  // Devices (names or kinds) that --profile gave measured times for; Session checks them against
+  // the cluster.
+  std::vector<MeasuredGraph::Target> measured;
 };
 
-// Builds or reads the graph; import warnings wait in the input-warning queue below.
+// Builds or reads the graph and sets the measured times of its --profile files (io/ort_profile.h);
+// import warnings wait in the input-warning queue below.
 Workload load_workload(const GraphArgs& args);
 
 // Warnings about the inputs (an importer's notes on a file) wait until every input has been read
@@ -90,6 +96,10 @@ class Session {
   std::optional<Placement> expert_placement() const;
 
  private:
+  // A device that --profile timed (FILE=DEVICE) and the cluster lacks is a ConfigError; a kind
+  // that came from a node's provider and the cluster lacks is a warning.
+  void check_measured_devices() const;
+
   Workload workload_;
   Cluster cluster_;
   std::unique_ptr<CostTable> costs_;
