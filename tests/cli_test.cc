@@ -90,22 +90,24 @@ TEST(CliTest, InfoWritesTheGraphItReadsAndReadsItBack) {
 }
 
 // An onnxruntime profile as its profiler writes one: `runs` session runs of the given node
-// events (node name, microseconds, provider), each with its fence events and a model_run event.
-std::string write_ort_profile(const std::string& name,
-                              const std::vector<std::tuple<std::string, int, std::string>>& nodes,
-                              int runs, const std::string& output_shape = "") {
+// events (node name, op type, microseconds, provider), each with its fence events and a model_run
+// event.
+std::string write_ort_profile(
+    const std::string& name,
+    const std::vector<std::tuple<std::string, std::string, int, std::string>>& nodes, int runs,
+    const std::string& output_shape = "") {
   std::string text = R"([{"cat" : "Session","pid" :9,"tid" :9,"dur" :1000,"ts" :0,"ph" : "X",)"
                      R"("name" :"model_loading_uri","args" : {}})";
   int ts = 10;
   for (int run = 0; run < runs; ++run) {
-    for (const auto& [node, micros, provider] : nodes) {
+    for (const auto& [node, type, micros, provider] : nodes) {
       const std::string head = R"({"cat" : "Node","pid" :9,"tid" :9,"dur" :)";
       text += ",\n" + head + "1,\"ts\" :" + std::to_string(ts++) + R"(,"ph" : "X","name" :")" +
-              node + R"(_fence_before","args" : {"op_name" : "Op"}})";
+              node + R"(_fence_before","args" : {"op_name" : ")" + type + "\"}}";
       text +=
           ",\n" + head + std::to_string(micros) + ",\"ts\" :" + std::to_string(ts++) +
-          R"(,"ph" : "X","name" :")" + node + R"(_kernel_time","args" : {"op_name" : "Op",)" +
-          R"("provider" : ")" + provider + "\"" +
+          R"(,"ph" : "X","name" :")" + node + R"(_kernel_time","args" : {"op_name" : ")" + type +
+          "\"," + R"("provider" : ")" + provider + "\"" +
           (output_shape.empty() ? ""
                                 : R"(,"output_type_shape" : [{"float":)" + output_shape + "}]") +
           "}}";
@@ -123,9 +125,9 @@ TEST(CliTest, OnnxruntimeProfileTimesReplaceTheCostModel) {
   // y on the CPU, medians of three runs. Step = x 1e-4 + x->a 1e-3 + a 5e-4 + b 7e-4 + b->y 1e-3
   // + y 5e-5 = 3.35e-3 s (6.3e-3 s with the cost model's estimates).
   const std::string profile = write_ort_profile("chain_cuda.json",
-                                                {{"a", 500, "CUDAExecutionProvider"},
-                                                 {"b", 700, "CUDAExecutionProvider"},
-                                                 {"y", 50, "CPUExecutionProvider"}},
+                                                {{"a", "MatMul", 500, "CUDAExecutionProvider"},
+                                                 {"b", "MatMul", 700, "CUDAExecutionProvider"},
+                                                 {"y", "Relu", 50, "CPUExecutionProvider"}},
                                                 3);
   const std::string common = data("cli/chain.json") + " --cluster " + data("cli/two_devices.json") +
                              " --placement " + data("cli/split.placement.json") +
@@ -146,8 +148,8 @@ TEST(CliTest, OnnxruntimeProfileTimesReplaceTheCostModel) {
   RunResult cpu_only = run("place " + data("cli/chain.json") +
                            " --cluster cpu-only --placer single-cpu --profile " + profile);
   ASSERT_EQ(cpu_only.exit_code, 0) << cpu_only.err;
-  EXPECT_NE(cpu_only.err.find(profile + ": its times are for 'gpu' devices, and cluster "
-                                        "'cpu-only' has none; they are not used"),
+  EXPECT_NE(cpu_only.err.find("graph 'chain': 2 ops have measured times for 'gpu', which names no "
+                              "device or device kind of cluster 'cpu-only'; they are not used"),
             std::string::npos)
       << cpu_only.err;
 
@@ -167,28 +169,75 @@ TEST(CliTest, OnnxruntimeProfileTimesReplaceTheCostModel) {
   expect_one_line_error(run("info " + data("cli/chain.json") + " --profile /nonexistent.json"),
                         "/nonexistent.json");
   const std::string other =
-      write_ort_profile("other.json", {{"conv1", 9, "CPUExecutionProvider"}}, 3);
+      write_ort_profile("other.json", {{"conv1", "Conv", 9, "CPUExecutionProvider"}}, 3);
   expect_one_line_error(run("info " + data("cli/chain.json") + " --profile " + other),
-                        "none of its 1 profiled nodes is an op of graph 'chain'");
+                        "none of its 1 profiled node names an op of graph 'chain'");
+}
+
+TEST(CliTest, OnnxruntimeProfilesCombineAcrossDevicesAndCommands) {
+  const std::string chain = data("cli/chain.json");
+  const std::string cluster = " --cluster " + data("cli/two_devices.json");
+  const std::string cuda = write_ort_profile("cuda.json",
+                                             {{"a", "MatMul", 500, "CUDAExecutionProvider"},
+                                              {"b", "MatMul", 700, "CUDAExecutionProvider"},
+                                              {"y", "Relu", 50, "CPUExecutionProvider"}},
+                                             3);
+  // A CPU-only profile named for a device gives it all its times.
+  const std::string cpu = write_ort_profile(
+      "cpu.json",
+      {{"a", "MatMul", 9000, "CPUExecutionProvider"}, {"y", "Relu", 30, "CPUExecutionProvider"}},
+      3);
+  RunResult both =
+      run("simulate " + chain + cluster + " --placement " + data("cli/split.placement.json") +
+          " --json --profile " + cuda + " --profile " + cpu + "=/cpu:0");
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  // y: 30 us on /cpu:0 by name, which wins over the CUDA profile's CPU fallback (50 us, kind).
+  EXPECT_NEAR(Json::parse(both.out)["step_time_s"].get<double>(), 3.33e-3, 1e-15);
+  // One profile timing a kind and another a device of that kind, for one op: refused.
+  const std::string cuda_named = cuda + "=/gpu:0";
+  expect_one_line_error(
+      run("simulate " + chain + cluster + " --placement " + data("cli/split.placement.json") +
+          " --profile " + cuda + " --profile " +
+          write_ort_profile("gpu0.json", {{"a", "MatMul", 1, "CUDAExecutionProvider"}}, 3) +
+          "=/gpu:0"),
+      "--profile: op 'a' is timed on /gpu:0 by ");
+  // compare and pipeline take profiles too.
+  RunResult compared =
+      run("compare " + chain + cluster + " --placers single-gpu,heft --json --profile " + cuda);
+  ASSERT_EQ(compared.exit_code, 0) << compared.err;
+  EXPECT_EQ(Json::parse(compared.out)["rows"].size(), 2u);
+  RunResult piped = run("pipeline " + chain + cluster + " --profile " + cuda);
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  // A warning quoting a hostile name stays one line.
+  const std::string odd = write_ort_profile("odd.json",
+                                            {{"a", "MatMul", 5, "CPUExecutionProvider"},
+                                             {"new\\nline", "Relu", 5, "CPUExecutionProvider"}},
+                                            3);
+  RunResult warned = run("info " + chain + " --profile " + odd);
+  ASSERT_EQ(warned.exit_code, 0) << warned.err;
+  EXPECT_NE(warned.err.find("(first: 'new\\x0aline')"), std::string::npos) << warned.err;
+  for (size_t at = 0; at < warned.err.size(); at = warned.err.find('\n', at) + 1) {
+    EXPECT_EQ(warned.err.compare(at, 17, "dplace: warning: "), 0) << warned.err;
+  }
 }
 
 TEST(CliTest, OnnxruntimeProfileOfAnOnnxModelMatchesNodeNames) {
   // op_mix.onnx's nodes by the names onnxruntime gives them; "/Shape" is a node dplace folds.
-  const std::string profile =
-      write_ort_profile("op_mix_cpu.json",
-                        {{"/up/ConvTranspose", 40, "CPUExecutionProvider"},
-                         {"/bn/BatchNormalization", 12, "CPUExecutionProvider"},
-                         {"/gru/GRU", 300, "CPUExecutionProvider"},
-                         {"/Shape", 1, "CPUExecutionProvider"}},
-                        5);
+  const std::string profile = write_ort_profile(
+      "op_mix_cpu.json",
+      {{"/up/ConvTranspose", "ConvTranspose", 40, "CPUExecutionProvider"},
+       {"/bn/BatchNormalization", "BatchNormalization", 12, "CPUExecutionProvider"},
+       {"/gru/GRU", "GRU", 300, "CPUExecutionProvider"},
+       {"/Shape", "Shape", 1, "CPUExecutionProvider"}},
+      5);
   RunResult r = run("info " + data("onnx/op_mix.onnx") + " --json --profile " + profile);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json::parse(r.out)["measured_ops"], Json::parse(R"({"cpu": 3})"));
-  EXPECT_NE(r.err.find(profile + ": 1 of its 4 profiled nodes (0.3% of their time) are no op of "
+  EXPECT_NE(r.err.find(profile + ": 1 of its 4 profiled nodes (0.3% of their time) names no op of "
                                  "graph 'op_mix'"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find(profile + ": 14 forward ops with work have no time in it"),
+  EXPECT_NE(r.err.find("--profile: 14 forward ops with work have no measured time"),
             std::string::npos)
       << r.err;
 }

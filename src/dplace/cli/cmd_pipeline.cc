@@ -90,7 +90,8 @@ void run_pipeline(const PipelineArgs& args) {
   }
   // Warnings come after the last error this command can raise, so a failure stays one line.
   print_input_warnings();
-  for (const std::string& w : problem.warnings) print_to_stderr("dplace: warning: {}\n", w);
+  for (const std::string& w : problem.warnings)
+    print_to_stderr("dplace: warning: {}\n", one_line(w));
   if (!not_simulated.empty()) {
     print_to_stderr("dplace: warning: cluster '{}': the split is not simulated: {}\n",
                     session.cluster().name(), not_simulated);

@@ -21,26 +21,6 @@
 
 namespace {
 
-// Errors are one line of printable text on stderr: a library's message may carry newlines (e.g.
-// LibTorch's) and a damaged file's names may carry any byte. Line breaks and tabs become spaces,
-// other control characters \xNN; a line longer than 2,000 characters is cut there.
-std::string one_line(const std::string& what) {
-  std::string spaced = what;
-  for (char& c : spaced) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  std::string out = dplace::escape_control_characters(spaced);
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  // A message may quote its input: a 200-million-digit number in a cluster file made a 200 MB line.
-  constexpr size_t kMaxShown = 2000;
-  if (out.size() > kMaxShown) {
-    size_t keep = kMaxShown;  // not inside a UTF-8 character
-    while (keep > 0 && (static_cast<unsigned char>(out[keep]) & 0xC0) == 0x80) --keep;
-    out = fmt::format("{}... ({} more bytes)", out.substr(0, keep), out.size() - keep);
-  }
-  return out;
-}
-
 // Why what was printed on standard output did not all reach it ("" when it did): a full disk or
 // a closed descriptor only shows when the buffer is flushed, and a run whose report was lost must
 // not exit 0.
@@ -102,16 +82,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    dplace::print_to_stderr("dplace: {} (see dplace --help)\n", one_line(e.what()));
+    dplace::print_to_stderr("dplace: {} (see dplace --help)\n", dplace::one_line(e.what()));
     return 2;
   } catch (const dplace::Error& e) {
     // Bad input is one line: warnings about inputs not yet printed are dropped with the run.
     dplace::cli::drop_input_warnings();
-    dplace::print_to_stderr("dplace: {}\n", one_line(e.what()));
+    dplace::print_to_stderr("dplace: {}\n", dplace::one_line(e.what()));
     return 2;
   } catch (const dplace::ResourceError& e) {
     dplace::cli::print_input_warnings();  // the report was printed: so are its inputs' warnings
-    dplace::print_to_stderr("dplace: {}\n", one_line(e.what()));
+    dplace::print_to_stderr("dplace: {}\n", dplace::one_line(e.what()));
     return 3;
   } catch (const std::bad_alloc&) {
     dplace::cli::drop_input_warnings();
@@ -122,7 +102,7 @@ int main(int argc, char** argv) {
     // caught before.
     dplace::cli::drop_input_warnings();
     dplace::print_to_stderr("dplace: {}\n",
-                            one_line(e.path1().string() + ": " + e.code().message()));
+                            dplace::one_line(e.path1().string() + ": " + e.code().message()));
     return 2;
   } catch (const std::system_error& e) {
     // fmt::print throws it when standard output refuses a write (a full disk, a closed
@@ -132,7 +112,7 @@ int main(int argc, char** argv) {
       dplace::print_to_stderr("dplace: standard output: cannot write ({})\n", e.code().message());
       return 2;
     }
-    dplace::print_to_stderr("dplace: {}\n", one_line(e.what()));
+    dplace::print_to_stderr("dplace: {}\n", dplace::one_line(e.what()));
     return 3;
   }
   dplace::cli::print_input_warnings();

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <iterator>
 #include <limits>
+#include <map>
 
 #include "dplace/cluster/presets.h"
 #include "dplace/core/error.h"
@@ -123,7 +126,7 @@ Placement read_placement_deferring_warnings(const std::string& path, const Graph
 
 void print_input_warnings() {
   for (const std::string& line : waiting_input_warnings()) {
-    print_to_stderr("dplace: warning: {}\n", line);
+    print_to_stderr("dplace: warning: {}\n", one_line(line));
   }
   waiting_input_warnings().clear();
 }
@@ -242,19 +245,52 @@ Session::Session(Workload workload, const std::optional<std::string>& cluster_ar
 }
 
 void Session::check_measured_devices() const {
+  const auto in_cluster = [&](const std::string& device) {
+    const std::optional<DeviceKind> kind = parse_device_kind(device);
+    return cluster_.find_device(device).has_value() ||
+           (kind && !cluster_.devices_of_kind(*kind).empty());
+  };
   for (const MeasuredGraph::Target& target : workload_.measured) {
-    const std::optional<DeviceKind> kind = parse_device_kind(target.device);
-    const bool present = cluster_.find_device(target.device).has_value() ||
-                         (kind && !cluster_.devices_of_kind(*kind).empty());
-    if (present) continue;
-    if (target.from_spec) {
+    if (target.from_spec && !in_cluster(target.device)) {
       throw ConfigError(
           fmt::format("--profile {}={}: cluster '{}' has no device or device kind '{}'",
                       target.path, target.device, cluster_.name(), target.device));
     }
+  }
+  // Two profiles, one timing a kind and the other a device of that kind, both time an op there.
+  // (A CPU fallback's time on kind cpu gives way to a CPU profile's, as in io/ort_profile.h.)
+  for (const MeasuredGraph::Target& by_kind : workload_.measured) {
+    const std::optional<DeviceKind> kind = parse_device_kind(by_kind.device);
+    if (!kind || by_kind.cpu_fallback) continue;
+    for (const MeasuredGraph::Target& by_name : workload_.measured) {
+      const std::optional<DeviceId> device = cluster_.find_device(by_name.device);
+      if (!device || parse_device_kind(by_name.device) || cluster_.device(*device).kind != *kind) {
+        continue;
+      }
+      std::vector<OpId> both;
+      std::set_intersection(by_kind.ops.begin(), by_kind.ops.end(), by_name.ops.begin(),
+                            by_name.ops.end(), std::back_inserter(both),
+                            [](OpId a, OpId b) { return a.value() < b.value(); });
+      if (both.empty()) continue;
+      throw ConfigError(fmt::format(
+          "--profile: op '{}' is timed on {} by {} and on its kind '{}' by {}; give each device "
+          "one profile",
+          escape_control_characters(workload_.graph.op(both.front()).name), by_name.device,
+          by_name.path, by_kind.device, by_kind.path));
+    }
+  }
+  // Measured times for a device or kind the cluster lacks are not used: say so, whatever their
+  // source (a profile, a graph file's time_s).
+  std::map<std::string, size_t> ops_per_device;
+  for (const Op& op : workload_.graph.ops()) {
+    for (const TimeOverride& t : op.time_s) ++ops_per_device[t.device];
+  }
+  for (const auto& [device, n] : ops_per_device) {
+    if (in_cluster(device)) continue;
     defer_input_warning(fmt::format(
-        "{}: its times are for '{}' devices, and cluster '{}' has none; they are not used",
-        target.path, target.device, cluster_.name()));
+        "graph '{}': {} op{} measured times for '{}', which names no device or device kind of "
+        "cluster '{}'; they are not used",
+        workload_.graph.name(), n, n == 1 ? " has" : "s have", device, cluster_.name()));
   }
 }
 

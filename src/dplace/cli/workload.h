@@ -96,8 +96,9 @@ class Session {
   std::optional<Placement> expert_placement() const;
 
  private:
-  // A device that --profile timed (FILE=DEVICE) and the cluster lacks is a ConfigError; a kind
-  // that came from a node's provider and the cluster lacks is a warning.
+  // A device that --profile timed (FILE=DEVICE) and the cluster lacks is a ConfigError, and so is
+  // an op that one profile times on a kind and another on a device of that kind; measured times
+  // (from profiles or the graph file) for a device or kind the cluster lacks are a warning.
   void check_measured_devices() const;
 
   Workload workload_;

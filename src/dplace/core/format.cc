@@ -96,4 +96,21 @@ std::string escape_control_characters(std::string_view text) {
   return out;
 }
 
+std::string one_line(std::string_view text) {
+  std::string spaced(text);
+  for (char& c : spaced) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  std::string out = escape_control_characters(spaced);
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  // A message may quote its input: a 200-million-digit number in a cluster file made a 200 MB line.
+  constexpr size_t kMaxShown = 2000;
+  if (out.size() > kMaxShown) {
+    size_t keep = kMaxShown;  // not inside a UTF-8 character
+    while (keep > 0 && (static_cast<unsigned char>(out[keep]) & 0xC0) == 0x80) --keep;
+    out = fmt::format("{}... ({} more bytes)", out.substr(0, keep), out.size() - keep);
+  }
+  return out;
+}
+
 }  // namespace dplace

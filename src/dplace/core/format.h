@@ -28,6 +28,13 @@ bool has_control_character(std::string_view text);
 // `text` with every ASCII control character written as \xNN (a newline as \x0a).
 std::string escape_control_characters(std::string_view text);
 
+// A diagnostic as one line of printable text: errors and warnings on stderr are one line each, but
+// a library's message may carry newlines (e.g. LibTorch's) and a damaged file's names may carry any
+// byte. Line breaks and tabs become spaces, other control characters \xNN, trailing spaces go; a
+// line longer than 2,000 bytes is cut there (not inside a UTF-8 character) and says how much more
+// there was.
+std::string one_line(std::string_view text);
+
 // A formatted diagnostic (error, warning, progress line) on standard error. A failed write is
 // ignored: a diagnostic has nowhere else to go, and fmt::print's exception on a full or closed
 // stderr ended the run (terminate, when a worker thread printed progress).

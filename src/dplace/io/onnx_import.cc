@@ -2173,6 +2173,23 @@ class OnnxImporter {
     return name;
   }
 
+  // The name onnxruntime gives the node in its profiles (io/ort_profile.h): its name, else
+  // "<OpType>_<index>" where the index counts the main graph's nodes without its Constant nodes,
+  // which onnxruntime turns into initializers before it numbers the others.
+  std::string onnxruntime_name(const ox::NodeProto& node, int index) {
+    if (!node.name().empty()) return node.name();
+    const ox::GraphProto& g = model_.graph();
+    if (constants_before_.empty()) {
+      constants_before_.resize(static_cast<size_t>(g.node_size()) + 1, 0);
+      for (int i = 0; i < g.node_size(); ++i) {
+        constants_before_[static_cast<size_t>(i) + 1] =
+            constants_before_[static_cast<size_t>(i)] + (g.node(i).op_type() == "Constant" ? 1 : 0);
+      }
+    }
+    return node.op_type() + "_" +
+           std::to_string(index - constants_before_[static_cast<size_t>(index)]);
+  }
+
   // Charges every parameter behind constant `v` that no earlier op was charged with to `op`.
   void charge_params(const Value& v, Op& op) {
     for (uint32_t p : v.params) {
@@ -2250,6 +2267,9 @@ class OnnxImporter {
     op.flops = cost.flops;
     op.bytes_accessed = cost.bytes_accessed.value_or(cost_in.read_bytes + cost_in.written_bytes);
     op.extra = Json::object({{"output_shapes", std::move(shapes)}});
+    if (std::string ort = onnxruntime_name(node, index); ort != op.name) {
+      op.extra["onnxruntime_name"] = std::move(ort);
+    }
     OpId id = builder.add_op(std::move(op));
     for (int i = 0; i < node.output_size(); ++i) {
       if (node.output(i).empty()) continue;
@@ -2304,6 +2324,7 @@ class OnnxImporter {
   ox::ModelProto model_;
   std::unordered_map<std::string, int> opsets_;
   std::vector<int> topo_order_;
+  std::vector<int> constants_before_;  // [i]: Constant nodes among the first i (onnxruntime_name)
   std::unordered_map<std::string, std::vector<Use>> uses_;
   std::unordered_map<int, std::vector<std::string>> implicit_inputs_;  // subgraphs' outer reads
   std::unordered_map<std::string, Value> values_;

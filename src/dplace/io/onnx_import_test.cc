@@ -383,6 +383,32 @@ TEST(OnnxImportTest, PoolingCountsOneFlopPerWindowElement) {
   EXPECT_DOUBLE_EQ(op_named(loaded.graph, "z").flops, 2.0 * 36);
 }
 
+TEST(OnnxImportTest, UnnamedNodesRecordTheNamesOnnxruntimeGivesThem) {
+  // onnxruntime turns Constant nodes into initializers before it numbers the others, so an
+  // unnamed node after a Constant has another "<OpType>_<index>" in its profiles than in dplace.
+  ModelBuilder b;
+  b.input("x", {1, 8});
+  ox::NodeProto& constant = b.node("Constant", {}, {"k"});
+  constant.set_name("");
+  auto* value = constant.add_attribute();
+  value->set_name("value");
+  value->set_type(ox::AttributeProto_AttributeType_TENSOR);
+  value->mutable_t()->set_data_type(ox::TensorProto_DataType_FLOAT);
+  value->mutable_t()->add_float_data(2.0F);
+  b.node("Relu", {"x"}, {"r0"}).set_name("");
+  b.node("Relu", {"r0"}, {"r1"}).set_name("");
+  b.node("Mul", {"r1", "k"}, {"y"}, "scale");
+  b.output("y");
+  const Graph g = read_onnx_file(b.save("unnamed.onnx"), {}).graph;
+  const auto ort_name = [&](const std::string& op) -> std::string {
+    const Json& extra = g.op(*g.find_op(op)).extra;
+    return extra.contains("onnxruntime_name") ? extra["onnxruntime_name"].get<std::string>() : "";
+  };
+  EXPECT_EQ(ort_name("Relu_1"), "Relu_0");
+  EXPECT_EQ(ort_name("Relu_2"), "Relu_1");
+  EXPECT_EQ(ort_name("scale"), "");  // a named node has its name in both
+}
+
 TEST(OnnxImportTest, ReshapeToAComputedShapeIsAnAliasWithAnInferredShape) {
   // y = Relu(Reshape(Relu(x), Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))): the target shape is
   // computed in the graph; folding evaluates it to [2, 12].

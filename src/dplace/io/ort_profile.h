@@ -4,14 +4,18 @@
 //
 // The file is the JSON array of trace events onnxruntime writes (or an object holding it under
 // "traceEvents"). Only node events are read: "cat": "Node", "name": "<node>_kernel_time", "dur" in
-// microseconds, "args.provider" the execution provider; one such event per node and session run.
-// A node's time is the median of its runs. Its op is the graph op of the same name: onnxruntime
-// names a node as the ONNX importer does (the node's name, else "<OpType>_<index>").
+// whole microseconds, "args" with the execution provider, the op type and the node's index; one
+// such event per node and session run. A node's time is the median of its runs. Its op is the graph
+// op onnxruntime's name denotes: the op of that name, or the op whose `onnxruntime_name` it is (the
+// ONNX importer records it where the two differ: onnxruntime numbers unnamed nodes
+// "<OpType>_<index>" without counting Constant nodes) and whose type is the node's.
 //
 // Device: each provider maps to a device kind (CPUExecutionProvider and the other CPU providers:
 // "cpu"; CUDA, ROCm, TensorRT, MIGraphX, DirectML, WebGPU: "gpu"). `device`, when given, is a
 // device name or kind that takes the times of every provider not in the CPU list, or of all of
-// them in a profile with CPU providers only. A provider dplace cannot map needs `device`.
+// them in a profile with CPU providers only. A provider dplace cannot map needs `device`. The CPU
+// nodes of a profile that also has accelerator nodes are its CPU fallback: a CPU profile's time for
+// the same op wins over theirs.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -37,10 +41,15 @@ ProfileSpec parse_profile_spec(const std::string& text);
 
 // One profiled node: where it ran and how long each of its runs took.
 struct ProfiledNode {
-  std::string name;    // the node's name in the profile
-  std::string device;  // the device name or kind its times are for
+  std::string name;     // the node's name in the profile
+  std::string op_type;  // args.op_name; empty when the profile gives none
+  std::string device;   // the device name or kind its times are for
   std::string provider;
-  std::vector<double> run_seconds;                    // one per run, in file order
+  bool cpu_fallback = false;  // a CPU node of a profile that also has accelerator nodes
+  // Events of this name came from more than one node (args.node_index differs): onnxruntime
+  // does not make node names unique, so the name cannot say which op a time is for.
+  bool ambiguous = false;
+  std::vector<double> run_times_s;                    // one per run, in file order
   std::optional<std::vector<int64_t>> output0_shape;  // onnxruntime's first output, if it gave one
 };
 
@@ -57,27 +66,31 @@ struct OrtProfile {
 OrtProfile read_ort_profile(const ProfileSpec& spec);
 
 // The median of a node's runs: the middle run, or the mean of the two middle ones.
-// REQUIRES: !run_seconds.empty().
-double median_seconds(std::vector<double> run_seconds);
+// REQUIRES: !run_times_s.empty().
+double median_s(std::vector<double> run_times_s);
 
 struct MeasuredGraph {
   Graph graph;                        // the input graph with the measured times set
   std::vector<std::string> warnings;  // one line each
-  // The devices (names or kinds) that received times, per profile: (path, device, explicit).
+  // The devices (names or kinds) that received times, per profile.
   struct Target {
     std::string path;
     std::string device;
-    bool from_spec = false;  // given as FILE=DEVICE
+    bool from_spec = false;     // given as FILE=DEVICE
+    bool cpu_fallback = false;  // times of the CPU nodes of an accelerator profile only
+    std::vector<OpId> ops;      // the ops it timed there, ascending
   };
   std::vector<Target> targets;
 };
 
 // Sets each profiled op's time_s on its device to the median of its runs (replacing a time the
-// graph had there). Warns, one line per profile, about profiled nodes that are no op of the graph,
-// forward ops with work that the profile does not time, first outputs whose shape differs
-// from the graph's `output_shapes` (a profile run at other input sizes), and nodes with fewer than
-// three runs. Throws ConfigError when no node of a profile names an op of the graph, and when two
-// profiles time the same op on the same device.
+// graph had there). Warns, one line each, about profiled nodes that are no op of the graph, nodes
+// whose name is ambiguous or whose type differs from their op's, forward ops with work that have
+// no measured time at all, first outputs whose shape differs from the graph's
+// `output_shapes` (a profile run at other input sizes), ops whose times for device names win over
+// the profile's kind, and nodes with fewer than three runs. Throws ConfigError when no node of a
+// profile times an op of the graph, and when two profiles time the same op on the same device
+// (CPU fallback times aside, see above).
 MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfile>& profiles);
 
 }  // namespace dplace
