@@ -76,6 +76,10 @@ void check_nesting_depth(std::string_view text, const std::string& source) {
 class CheckedDomBuilder {
  public:
   CheckedDomBuilder(Json& root, const std::string& source) : root_(root), source_(source) {}
+  // See read_json_list_file: `reduce` sees each container element of the list once it is parsed.
+  CheckedDomBuilder(Json& root, const std::string& source, std::string_view list_key,
+                    const ListElementReducer& reduce)
+      : root_(root), source_(source), list_key_(list_key), reduce_(&reduce) {}
 
   bool null() { return put(Json(nullptr)); }
   bool boolean(bool value) { return put(Json(value)); }
@@ -95,16 +99,22 @@ class CheckedDomBuilder {
   }
   bool start_array(std::size_t /*size*/) {
     const std::string name = inner_name();
+    // The list: the top-level array, or the array under list_key_ of a top-level object.
+    const bool is_list =
+        reduce_ != nullptr &&
+        (frames_.empty() || (frames_.size() == 1 && frames_[0].value->is_object() &&
+                             frames_[0].last_key == list_key_));
     Json* array = put_container(Json::array());
-    frames_.push_back(Frame{.value = array, .name = name, .keys = {}, .last_key = {}});
+    frames_.push_back(
+        Frame{.value = array, .name = name, .keys = {}, .last_key = {}, .is_list = is_list});
     return true;
   }
   bool end_object() {
-    frames_.pop_back();
+    end_container();
     return true;
   }
   bool end_array() {
-    frames_.pop_back();
+    end_container();
     return true;
   }
   bool key(std::string& key) {
@@ -135,7 +145,13 @@ class CheckedDomBuilder {
     std::string name;       // "assignment", "ops[]: inputs[]": where the error says the key is
     std::unordered_set<std::string> keys;
     std::string last_key;
+    bool is_list = false;  // the list whose elements reduce_ sees
   };
+
+  void end_container() {
+    frames_.pop_back();
+    if (!frames_.empty() && frames_.back().is_list) (*reduce_)(frames_.back().value->back());
+  }
 
   // Stores a value in the container being filled (or as the root) and returns where it lives.
   // The containers on the stack are not touched again until their child ends, so the pointers
@@ -170,16 +186,19 @@ class CheckedDomBuilder {
 
   Json& root_;
   const std::string& source_;
+  std::string list_key_;
+  const ListElementReducer* reduce_ = nullptr;
   std::vector<Frame> frames_;
 };
 
 }  // namespace
 
-Json parse_json_text(std::string_view text, const std::string& source) {
+namespace {
+
+Json parse_with(std::string_view text, const std::string& source, CheckedDomBuilder& builder,
+                Json& root) {
   check_nesting_depth(text, source);
-  Json root;
-  CheckedDomBuilder builder(root, source);
-  if (Json::sax_parse(text.begin(), text.end(), &builder)) return root;
+  if (Json::sax_parse(text.begin(), text.end(), &builder)) return std::move(root);
   std::string what = builder.error_what;
   if (!builder.error_is_syntax) {
     // A number beyond double's range, e.g. 1e400 ("number overflow parsing '1e400'").
@@ -197,13 +216,14 @@ Json parse_json_text(std::string_view text, const std::string& source) {
                                 what));
 }
 
-Json read_json_file(const std::string& path) {
+// The whole text of a JSON file, read in blocks: a device or a pipe has no size, and /dev/zero as
+// a cluster file grew the process by gigabytes. Past kMaxStreamedJsonBytes such an input is
+// refused. When the first block of a file that is not regular cannot start a JSON document, that
+// block alone is returned: parsing it gives the syntax error at once.
+std::string read_json_text(const std::string& path) {
   check_input_path(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(fmt::format("{}: cannot open file", path));
-  // Read in blocks: a device or a pipe has no size, and /dev/zero as a cluster file grew the
-  // process by gigabytes. The first block is parsed alone when it cannot start a JSON document,
-  // which gives the syntax error at once; past kMaxStreamedJsonBytes such an input is refused.
   std::error_code ec;
   const bool regular = std::filesystem::is_regular_file(path, ec);
   std::string text;
@@ -214,7 +234,7 @@ Json read_json_file(const std::string& path) {
     if (first) {
       const size_t start = text.find_first_not_of(" \t\r\n");
       if (start != std::string::npos && text[start] != '{' && text[start] != '[' && !regular) {
-        return parse_json_text(text, path);
+        return text;
       }
     }
     if (!regular && text.size() > kMaxStreamedJsonBytes) {
@@ -226,7 +246,25 @@ Json read_json_file(const std::string& path) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw FormatError(fmt::format("{}: file is empty", path));
   }
-  return parse_json_text(text, path);
+  return text;
+}
+
+}  // namespace
+
+Json parse_json_text(std::string_view text, const std::string& source) {
+  Json root;
+  CheckedDomBuilder builder(root, source);
+  return parse_with(text, source, builder, root);
+}
+
+Json read_json_file(const std::string& path) { return parse_json_text(read_json_text(path), path); }
+
+Json read_json_list_file(const std::string& path, std::string_view list_key,
+                         const ListElementReducer& reduce) {
+  const std::string text = read_json_text(path);
+  Json root;
+  CheckedDomBuilder builder(root, path, list_key, reduce);
+  return parse_with(text, path, builder, root);
 }
 
 void require_object(const Json& value, const JsonContext& ctx) {

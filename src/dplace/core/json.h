@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,6 +32,15 @@ struct JsonContext {
 // Reads and parses a JSON file. Throws FormatError naming the path for a missing or unreadable
 // file, and the byte offset for a syntax error or truncation.
 Json read_json_file(const std::string& path);
+// Shrinks one element of a long list as soon as it is parsed (see read_json_list_file).
+using ListElementReducer = std::function<void(Json& element)>;
+// read_json_file for a file that is one long list, such as a trace of a million events: `reduce`
+// sees each object or array element of the top-level array, or of the array under `list_key` of
+// a top-level object, as soon as it is parsed, and may shrink it (to null, or to the fields the
+// reader needs), so that the document never holds what the reader drops. Indices stay as in the
+// file. Same errors as read_json_file.
+Json read_json_list_file(const std::string& path, std::string_view list_key,
+                         const ListElementReducer& reduce);
 // Parses JSON text; `source` names it in errors.
 Json parse_json_text(std::string_view text, const std::string& source);
 

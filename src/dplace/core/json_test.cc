@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <functional>
+#include <string>
+
 #include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
 
 namespace dplace {
 namespace {
@@ -94,6 +99,36 @@ TEST(JsonTest, AKeyGivenTwiceInOneObjectIsRefused) {
 TEST(JsonTest, MissingFileIsReported) {
   EXPECT_EQ(message_of([] { read_json_file("/nonexistent/x.json"); }),
             "/nonexistent/x.json: cannot open file");
+}
+
+TEST(JsonTest, AListFileShrinksEachElementAsItIsParsed) {
+  const std::string path = scratch_path("list.json");
+  const auto reduce = [](Json& element) {
+    if (element.is_object() && element.value("keep", false)) {
+      element = Json::object({{"id", element["id"]}});  // drop the rest
+    } else {
+      element = nullptr;
+    }
+  };
+  std::ofstream(path, std::ios::trunc)
+      << R"([{"id": 1, "keep": true, "big": [1, 2, 3]}, {"id": 2, "keep": false}, 7,)"
+      << R"( [{"keep": true}], {"id": 3, "keep": true, "x": {"y": 1}}])";
+  // Elements keep their places; scalars are not given to reduce, nor are nested containers.
+  EXPECT_EQ(read_json_list_file(path, "traceEvents", reduce),
+            Json::parse(R"([{"id": 1}, null, 7, null, {"id": 3}])"));
+  // The array under the key of a top-level object is the list; other arrays are not.
+  std::ofstream(path, std::ios::trunc)
+      << R"({"other": [{"id": 9}], "traceEvents": [{"id": 4, "keep": true, "z": 0}, {"id": 5}]})";
+  EXPECT_EQ(read_json_list_file(path, "traceEvents", reduce),
+            Json::parse(R"({"other": [{"id": 9}], "traceEvents": [{"id": 4}, null]})"));
+  // Errors are read_json_file's, duplicate keys in a dropped element included.
+  std::ofstream(path, std::ios::trunc) << R"([{"id": 1, "id": 2}])";
+  EXPECT_EQ(message_of([&] { read_json_list_file(path, "traceEvents", reduce); }),
+            path + ": []: key 'id' appears twice in one object");
+  std::ofstream(path, std::ios::trunc) << R"([{"id": 1}, )";
+  const std::string truncated =
+      message_of([&] { read_json_list_file(path, "traceEvents", reduce); });
+  EXPECT_EQ(truncated.rfind(path + ": truncated JSON at byte 13", 0), 0u) << truncated;
 }
 
 TEST(JsonTest, BoolAcceptsZeroAndOne) {

@@ -179,7 +179,38 @@ double median_s(std::vector<double> run_times_s) {
 }
 
 OrtProfile read_ort_profile(const ProfileSpec& spec) {
-  const Json doc = read_json_file(spec.path);
+  // Events other than node kernel events become null as they are parsed, and kernel events keep
+  // only the fields read below: a profile of a million events holds a few hundred bytes of each.
+  const Json doc = read_json_list_file(spec.path, "traceEvents", [](Json& ev) {
+    if (!ev.is_object()) return;
+    const auto cat = ev.find("cat");
+    const auto name = ev.find("name");
+    if (cat == ev.end() || !cat->is_string() || *cat != "Node" ||
+        (name != ev.end() && name->is_string() &&
+         !name->get_ref<const std::string&>().ends_with(kKernelSuffix))) {
+      ev = nullptr;
+      return;
+    }
+    Json kept = Json::object();
+    for (const char* key : {"cat", "name", "dur"}) {
+      if (const auto it = ev.find(key); it != ev.end()) kept[key] = std::move(*it);
+    }
+    if (const auto args = ev.find("args"); args != ev.end()) {
+      if (!args->is_object()) {
+        kept["args"] = std::move(*args);
+      } else {
+        Json& kept_args = kept["args"] = Json::object();
+        for (const char* key : {"provider", "op_name", "node_index", "graph_index"}) {
+          if (const auto it = args->find(key); it != args->end()) kept_args[key] = std::move(*it);
+        }
+        if (const auto it = args->find("output_type_shape");
+            it != args->end() && it->is_array() && !it->empty()) {
+          kept_args["output_type_shape"] = Json::array({std::move(it->front())});
+        }
+      }
+    }
+    ev = std::move(kept);
+  });
   const Json* events = &doc;
   if (doc.is_object() && doc.contains("traceEvents")) events = &doc["traceEvents"];
   if (!events->is_array()) {
@@ -193,6 +224,7 @@ OrtProfile read_ort_profile(const ProfileSpec& spec) {
   bool any_accelerator = false;
   for (size_t i = 0; i < events->size(); ++i) {
     const Json& ev = (*events)[i];
+    if (ev.is_null()) continue;  // dropped while parsing: not a node kernel event
     const JsonContext at_event{spec.path, fmt::format("event {}", i)};
     require_object(ev, at_event);
     const auto cat = ev.find("cat");
