@@ -9,6 +9,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "dplace/cluster/presets.h"
 #include "dplace/core/error.h"
@@ -279,18 +280,29 @@ void Session::check_measured_devices() const {
           by_name.path, by_kind.device, by_kind.path));
     }
   }
-  // Measured times for a device or kind the cluster lacks are not used: say so, whatever their
-  // source (a profile, a graph file's time_s).
-  std::map<std::string, size_t> ops_per_device;
+  // An op whose measured times are all for devices or kinds the cluster lacks has the cost
+  // model's estimates instead: say so, whatever their source (a profile, a graph file's time_s).
+  // Files that time every op on several kinds (PipeDream: gpu and accel) are quiet on a cluster
+  // with one of them.
+  size_t unused_ops = 0;
+  std::set<std::string> unused_devices;
   for (const Op& op : workload_.graph.ops()) {
-    for (const TimeOverride& t : op.time_s) ++ops_per_device[t.device];
+    if (op.time_s.empty()) continue;
+    const bool any_used = std::any_of(op.time_s.begin(), op.time_s.end(),
+                                      [&](const TimeOverride& t) { return in_cluster(t.device); });
+    if (any_used) continue;
+    ++unused_ops;
+    for (const TimeOverride& t : op.time_s) unused_devices.insert(t.device);
   }
-  for (const auto& [device, n] : ops_per_device) {
-    if (in_cluster(device)) continue;
+  if (unused_ops > 0) {
+    std::string devices;
+    for (const std::string& d : unused_devices)
+      devices += (devices.empty() ? "'" : ", '") + d + "'";
     defer_input_warning(fmt::format(
-        "graph '{}': {} op{} measured times for '{}', which names no device or device kind of "
-        "cluster '{}'; they are not used",
-        workload_.graph.name(), n, n == 1 ? " has" : "s have", device, cluster_.name()));
+        "graph '{}': {} op{} measured times only for {}, which cluster '{}' lacks; the cost "
+        "model's estimates are used there",
+        workload_.graph.name(), unused_ops, unused_ops == 1 ? " has" : "s have", devices,
+        cluster_.name()));
   }
 }
 
