@@ -201,7 +201,7 @@ TEST(CliTest, OnnxruntimeProfilesCombineAcrossDevicesAndCommands) {
           " --profile " + cuda + " --profile " +
           write_ort_profile("gpu0.json", {{"a", "MatMul", 1, "CUDAExecutionProvider"}}, 3) +
           "=/gpu:0"),
-      "--profile: op 'a' is timed on /gpu:0 by ");
+      "--profile: op 'a' is timed on '/gpu:0' by ");
   // compare and pipeline take profiles too.
   RunResult compared =
       run("compare " + chain + cluster + " --placers single-gpu,heft --json --profile " + cuda);
@@ -209,6 +209,26 @@ TEST(CliTest, OnnxruntimeProfilesCombineAcrossDevicesAndCommands) {
   EXPECT_EQ(Json::parse(compared.out)["rows"].size(), 2u);
   RunResult piped = run("pipeline " + chain + cluster + " --profile " + cuda);
   EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  // A graph file's time for a device name wins over a profile's for its kind: said when the
+  // cluster shows the device is of that kind (tiny_graph times mm on /cpu:0 and on kind gpu).
+  const std::string tiny_cpu = write_ort_profile(
+      "tiny_cpu.json",
+      {{"mm", "MatMul", 300, "CPUExecutionProvider"}, {"y", "Relu", 8, "CPUExecutionProvider"}}, 3);
+  const std::string tiny = data("io/tiny_graph.json") + " --cluster " +
+                           data("io/tiny_cluster.json") + " --placement " +
+                           data("io/tiny_placement.json");
+  RunResult shadowed = run("simulate " + tiny + " --profile " + tiny_cpu);
+  ASSERT_EQ(shadowed.exit_code, 0) << shadowed.err;
+  EXPECT_NE(shadowed.err.find(
+                tiny_cpu + ": 1 op also has times in the graph for a device of the kind it times "
+                           "(op 'mm' on '/cpu:0'), which win over the profile's on that device"),
+            std::string::npos)
+      << shadowed.err;
+  const std::string tiny_gpu =
+      write_ort_profile("tiny_gpu.json", {{"mm", "MatMul", 30, "CUDAExecutionProvider"}}, 3);
+  RunResult other_kind = run("simulate " + tiny + " --profile " + tiny_gpu);
+  ASSERT_EQ(other_kind.exit_code, 0) << other_kind.err;
+  EXPECT_EQ(other_kind.err.find("which win over"), std::string::npos) << other_kind.err;
   // A warning quoting a hostile name stays one line.
   const std::string odd = write_ort_profile("odd.json",
                                             {{"a", "MatMul", 5, "CPUExecutionProvider"},

@@ -218,6 +218,7 @@ Workload load_workload(const GraphArgs& args) {
   for (std::string& warning : measured.warnings) defer_input_warning(std::move(warning));
   w.graph = std::move(measured.graph);
   w.measured = std::move(measured.targets);
+  w.named_times = std::move(measured.named_times);
   return w;
 }
 
@@ -274,11 +275,29 @@ void Session::check_measured_devices() const {
                             [](OpId a, OpId b) { return a.value() < b.value(); });
       if (both.empty()) continue;
       throw ConfigError(fmt::format(
-          "--profile: op '{}' is timed on {} by {} and on its kind '{}' by {}; give each device "
+          "--profile: op '{}' is timed on '{}' by {} and on its kind '{}' by {}; give each device "
           "one profile",
           escape_control_characters(workload_.graph.op(both.front()).name), by_name.device,
           by_name.path, by_kind.device, by_kind.path));
     }
+  }
+  // A device name's time in the graph file wins over a profile's time for the device's kind.
+  std::map<std::string, std::vector<const MeasuredGraph::NamedTime*>> shadowed;  // per profile
+  for (const MeasuredGraph::NamedTime& named : workload_.named_times) {
+    const std::optional<DeviceId> device = cluster_.find_device(named.device_name);
+    const std::optional<DeviceKind> kind = parse_device_kind(named.kind);
+    if (device && kind && cluster_.device(*device).kind == *kind) {
+      shadowed[named.path].push_back(&named);
+    }
+  }
+  for (const auto& [path, named] : shadowed) {
+    std::set<uint32_t> ops;
+    for (const MeasuredGraph::NamedTime* n : named) ops.insert(n->op.value());
+    defer_input_warning(fmt::format(
+        "{}: {} op{} also {} times in the graph for a device of the kind it times (op '{}' on "
+        "'{}'), which win over the profile's on that device",
+        path, ops.size(), ops.size() == 1 ? "" : "s", ops.size() == 1 ? "has" : "have",
+        workload_.graph.op(named.front()->op).name, named.front()->device_name));
   }
   // An op whose measured times are all for devices or kinds the cluster lacks has the cost
   // model's estimates instead: say so, whatever their source (a profile, a graph file's time_s).

@@ -59,6 +59,7 @@ struct Workload {
   // Devices (names or kinds) that --profile gave measured times for; Session checks them against
   // the cluster.
   std::vector<MeasuredGraph::Target> measured;
+  std::vector<MeasuredGraph::NamedTime> named_times;  // checked by Session too
 };
 
 // Builds or reads the graph and sets the measured times of its --profile files (io/ort_profile.h);

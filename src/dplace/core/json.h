@@ -37,8 +37,9 @@ using ListElementReducer = std::function<void(Json& element)>;
 // read_json_file for a file that is one long list, such as a trace of a million events: `reduce`
 // sees each object or array element of the top-level array, or of the array under `list_key` of
 // a top-level object, as soon as it is parsed, and may shrink it (to null, or to the fields the
-// reader needs), so that the document never holds what the reader drops. Indices stay as in the
-// file. Same errors as read_json_file.
+// reader needs), so that the document never holds what the reader drops. Scalar elements (null
+// included) are not given to `reduce`. Indices stay as in the file. Same errors as
+// read_json_file.
 Json read_json_list_file(const std::string& path, std::string_view list_key,
                          const ListElementReducer& reduce);
 // Parses JSON text; `source` names it in errors.

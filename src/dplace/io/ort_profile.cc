@@ -141,8 +141,6 @@ struct ProfileTally {
   std::vector<std::string> few_runs;
   std::vector<std::string> shape_differs;
   std::string first_shape_note;
-  std::vector<std::string> shadowed;  // ops whose device-name times win over the profile's kind
-  std::string first_shadow_note;
   std::map<std::string, std::vector<OpId>> timed_per_device;  // the ops timed, per device
   std::set<std::string> own_devices;  // devices timed by nodes that are no CPU fallback
 };
@@ -188,7 +186,7 @@ OrtProfile read_ort_profile(const ProfileSpec& spec) {
     if (cat == ev.end() || !cat->is_string() || *cat != "Node" ||
         (name != ev.end() && name->is_string() &&
          !name->get_ref<const std::string&>().ends_with(kKernelSuffix))) {
-      ev = nullptr;
+      ev = Json(Json::value_t::discarded);  // a value no file can hold
       return;
     }
     Json kept = Json::object();
@@ -224,7 +222,7 @@ OrtProfile read_ort_profile(const ProfileSpec& spec) {
   bool any_accelerator = false;
   for (size_t i = 0; i < events->size(); ++i) {
     const Json& ev = (*events)[i];
-    if (ev.is_null()) continue;  // dropped while parsing: not a node kernel event
+    if (ev.is_discarded()) continue;  // dropped while parsing: not a node kernel event
     const JsonContext at_event{spec.path, fmt::format("event {}", i)};
     require_object(ev, at_event);
     const auto cat = ev.find("cat");
@@ -265,7 +263,10 @@ OrtProfile read_ort_profile(const ProfileSpec& spec) {
 
   OrtProfile profile{.path = spec.path, .spec_device = spec.device, .nodes = {}};
   std::map<std::pair<std::string, std::string>, size_t> index;
-  std::map<size_t, std::string> first_node_index;  // per profiled node
+  // Per node name, the first event's node index and op type: a later event of the name with
+  // another (both known) is another node of the same name, on any provider.
+  std::map<std::string, std::pair<std::string, std::string>> first_seen;
+  std::set<std::string> shared_names;
   for (NodeEvent& ev : node_events) {
     const bool cpu = is_cpu_provider(ev.provider);
     std::string device;
@@ -293,14 +294,19 @@ OrtProfile read_ort_profile(const ProfileSpec& spec) {
                                            .ambiguous = false,
                                            .run_times_s = {},
                                            .output0_shape = ev.output0_shape});
-      first_node_index[it->second] = ev.node_index;
     }
-    ProfiledNode& node = profile.nodes[it->second];
-    node.run_times_s.push_back(ev.time_s);
-    if (ev.node_index != first_node_index[it->second] || ev.op_type != node.op_type) {
-      node.ambiguous = true;
+    profile.nodes[it->second].run_times_s.push_back(ev.time_s);
+    const auto [seen, first] =
+        first_seen.emplace(ev.name, std::make_pair(ev.node_index, ev.op_type));
+    const auto differ = [](const std::string& a, const std::string& b) {
+      return !a.empty() && !b.empty() && a != b;
+    };
+    if (!first &&
+        (differ(ev.node_index, seen->second.first) || differ(ev.op_type, seen->second.second))) {
+      shared_names.insert(ev.name);
     }
   }
+  for (ProfiledNode& node : profile.nodes) node.ambiguous = shared_names.count(node.name) > 0;
   return profile;
 }
 
@@ -367,12 +373,8 @@ MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfil
         if (parse_device_kind(node.device)) {  // the graph's own times for device names
           for (const TimeOverride& t : graph.op(*id).time_s) {
             if (parse_device_kind(t.device)) continue;
-            if (tally.shadowed.empty()) {
-              tally.first_shadow_note =
-                  fmt::format("op {} on {}", in_quotes(op.name), in_quotes(t.device));
-            }
-            tally.shadowed.push_back(op.name);
-            break;
+            result.named_times.push_back(MeasuredGraph::NamedTime{
+                .path = profile.path, .op = *id, .kind = node.device, .device_name = t.device});
           }
         }
       }
@@ -393,10 +395,11 @@ MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfil
     }
     if (tally.timed_per_device.empty()) {
       throw ConfigError(fmt::format(
-          "{}: none of its {} times an op of graph {}: {} have names that several nodes share "
-          "and {} name an op of another type{}",
+          "{}: none of its {} times an op of graph {}: of those naming one, {} {} names that "
+          "several nodes share and {} an op of another type{}",
           profile.path, count_of(profile.nodes.size(), "profiled node"), in_quotes(graph.name()),
-          tally.ambiguous.size(), tally.other_type.size(),
+          tally.ambiguous.size(), tally.ambiguous.size() == 1 ? "has" : "have",
+          tally.other_type.size(),
           tally.other_type.empty() ? "" : " (" + tally.first_other_type + ")"));
     }
     for (const auto& [device, timed] : tally.timed_per_device) {
@@ -443,13 +446,6 @@ MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfil
               ? "1 node has"
               : fmt::format("{} nodes have", tally.shape_differs.size()),
           tally.first_shape_note));
-    }
-    if (!tally.shadowed.empty()) {
-      w.push_back(fmt::format(
-          "{}: {} also {} times for device names in the graph ({}), which win over the profile's "
-          "on those devices",
-          profile.path, count_of(tally.shadowed.size(), "op"),
-          tally.shadowed.size() == 1 ? "has" : "have", tally.first_shadow_note));
     }
     if (!tally.few_runs.empty()) {
       w.push_back(fmt::format(

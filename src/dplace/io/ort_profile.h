@@ -46,8 +46,11 @@ struct ProfiledNode {
   std::string device;   // the device name or kind its times are for
   std::string provider;
   bool cpu_fallback = false;  // a CPU node of a profile that also has accelerator nodes
-  // Events of this name came from more than one node (args.node_index differs): onnxruntime
-  // does not make node names unique, so the name cannot say which op a time is for.
+  // Events of this name came from more than one node (args.node_index or op_name differs, on any
+  // provider): onnxruntime does not make node names unique, so the name cannot say which op a
+  // time is for. (The ONNX importer gives the second of two equal names a suffix and records the
+  // plain name as its onnxruntime_name, which would send both nodes' times to it: the name is
+  // ambiguous here first.)
   bool ambiguous = false;
   std::vector<double> run_times_s;                    // one per run, in file order
   std::optional<std::vector<int64_t>> output0_shape;  // onnxruntime's first output, if it gave one
@@ -81,16 +84,25 @@ struct MeasuredGraph {
     std::vector<OpId> ops;      // the ops it timed there, ascending
   };
   std::vector<Target> targets;
+  // An op a profile timed on a kind, for which the graph file already gave a time for a device
+  // name: if that device is of the kind, its time wins there (cost/cost_model.h). Which kind a
+  // name has only the cluster says, so the CLI checks and warns.
+  struct NamedTime {
+    std::string path;
+    OpId op;
+    std::string kind;
+    std::string device_name;
+  };
+  std::vector<NamedTime> named_times;
 };
 
 // Sets each profiled op's time_s on its device to the median of its runs (replacing a time the
 // graph had there). Warns, one line each, about profiled nodes that are no op of the graph, nodes
 // whose name is ambiguous or whose type differs from their op's, forward ops with work that have
 // no measured time at all, first outputs whose shape differs from the graph's
-// `output_shapes` (a profile run at other input sizes), ops whose times for device names win over
-// the profile's kind, and nodes with fewer than three runs. Throws ConfigError when no node of a
-// profile times an op of the graph, and when two profiles time the same op on the same device
-// (CPU fallback times aside, see above).
+// `output_shapes` (a profile run at other input sizes), and nodes with fewer than three runs.
+// Throws ConfigError when no node of a profile times an op of the graph, and when two profiles time
+// the same op on the same device (CPU fallback times aside, see above).
 MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfile>& profiles);
 
 }  // namespace dplace

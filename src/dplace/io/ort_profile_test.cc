@@ -132,6 +132,8 @@ TEST(OrtProfileTest, MalformedProfilesAreOneLineErrorsNamingTheEvent) {
                 ": not an onnxruntime profile: expected a JSON array of trace events (or an "
                 "object with one under 'traceEvents')");
   EXPECT_EQ(error_for("[1]"), bad + ": event 0: expected a JSON object");
+  EXPECT_EQ(error_for(R"([{"cat":"Session","name":"model_run","dur":1}, null])"),
+            bad + ": event 1: expected a JSON object");
   EXPECT_EQ(error_for(R"([{"cat":"Node","name":"mm_kernel_time","dur":-3}])"),
             bad + ": event 0 ('mm_kernel_time'): field 'dur': must be non-negative, got -3");
   EXPECT_EQ(error_for(R"([{"cat":"Node","name":"mm_kernel_time","dur":"12"}])"),
@@ -192,12 +194,13 @@ TEST_F(ApplyOrtProfileTest, MediansReplaceTheCostModelOnTheDeviceKind) {
   const Op& mm = m.graph.op(*m.graph.find_op("mm"));
   EXPECT_EQ(time_on(mm, "cpu"), 250e-6);
   EXPECT_EQ(time_on(mm, "gpu"), 0.0012);   // the file's own times stay
-  EXPECT_EQ(time_on(mm, "/cpu:0"), 0.02);  // and a device name still wins over the kind: said
-  EXPECT_EQ(
-      m.warnings,
-      (std::vector<std::string>{scratch_path("cpu.json") +
-                                ": 1 op also has times for device names in the graph (op 'mm' on "
-                                "'/cpu:0'), which win over the profile's on those devices"}));
+  EXPECT_EQ(time_on(mm, "/cpu:0"), 0.02);  // and a device name still wins over the kind
+  EXPECT_TRUE(m.warnings.empty()) << m.warnings.front();
+  // Which kind /cpu:0 is only the cluster says: the CLI warns (CliTest).
+  ASSERT_EQ(m.named_times.size(), 1u);
+  EXPECT_EQ(m.named_times[0].op, *m.graph.find_op("mm"));
+  EXPECT_EQ(m.named_times[0].kind, "cpu");
+  EXPECT_EQ(m.named_times[0].device_name, "/cpu:0");
   const Op& y = m.graph.op(*m.graph.find_op("y"));
   EXPECT_EQ(time_on(y, "cpu"), 8e-6);
   ASSERT_EQ(m.targets.size(), 1u);
@@ -233,8 +236,6 @@ TEST_F(ApplyOrtProfileTest, WarnsAboutWhatTheProfileDoesNotCover) {
                 path + ": 1 of its 2 profiled nodes (25.0% of their time) names no op of graph "
                        "'tiny': folded or aliased on import, fused by onnxruntime, inside an If, "
                        "Loop or Scan, or from another model (first: 'Shape_3')",
-                path + ": 1 op also has times for device names in the graph (op 'mm' on "
-                       "'/cpu:0'), which win over the profile's on those devices",
                 path + ": 1 node ran fewer than 3 times (first: 'mm'); onnxruntime's first run "
                        "includes one-time work, which the median of three or more runs leaves "
                        "out",
@@ -348,6 +349,14 @@ TEST_F(ApplyOrtProfileTest, NamesAreOnnxruntimesAndTypesMustAgree) {
       read("shared.json", {{Ev{"y", 3, "CPUExecutionProvider", "[1,128]", "4"},
                             Ev{"y", 5, "CPUExecutionProvider", "[1,128]", "9"}, Ev{"mm", 70}}});
   EXPECT_TRUE(shared.nodes[0].ambiguous);
+  // Two nodes of one name on two providers are as ambiguous.
+  const OrtProfile across =
+      read("across.json", {{Ev{"y", 3, "CUDAExecutionProvider", "[1,128]", "4"},
+                            Ev{"y", 5, "CPUExecutionProvider", "[1,128]", "9"}, Ev{"mm", 70}}});
+  ASSERT_EQ(across.nodes.size(), 3u);
+  EXPECT_TRUE(across.nodes[0].ambiguous);
+  EXPECT_TRUE(across.nodes[1].ambiguous);
+  EXPECT_FALSE(across.nodes[2].ambiguous);
   const MeasuredGraph m3 = apply_ort_profiles(graph_, {shared});
   EXPECT_EQ(time_on(m3.graph.op(*m3.graph.find_op("y")), "cpu"), -1);
   EXPECT_EQ(m3.warnings.at(0), scratch_path("shared.json") +
