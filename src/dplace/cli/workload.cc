@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -217,8 +216,7 @@ Workload load_workload(const GraphArgs& args) {
   MeasuredGraph measured = apply_ort_profiles(w.graph, profiles);
   for (std::string& warning : measured.warnings) defer_input_warning(std::move(warning));
   w.graph = std::move(measured.graph);
-  w.measured = std::move(measured.targets);
-  w.named_times = std::move(measured.named_times);
+  w.profiles = std::move(measured.profiles);
   return w;
 }
 
@@ -247,57 +245,9 @@ Session::Session(Workload workload, const std::optional<std::string>& cluster_ar
 }
 
 void Session::check_measured_devices() const {
-  const auto in_cluster = [&](const std::string& device) {
-    const std::optional<DeviceKind> kind = parse_device_kind(device);
-    return cluster_.find_device(device).has_value() ||
-           (kind && !cluster_.devices_of_kind(*kind).empty());
-  };
-  for (const MeasuredGraph::Target& target : workload_.measured) {
-    if (target.from_spec && !in_cluster(target.device)) {
-      throw ConfigError(
-          fmt::format("--profile {}={}: cluster '{}' has no device or device kind '{}'",
-                      target.path, target.device, cluster_.name(), target.device));
-    }
-  }
-  // Two profiles, one timing a kind and the other a device of that kind, both time an op there.
-  // (A CPU fallback's time on kind cpu gives way to a CPU profile's, as in io/ort_profile.h.)
-  for (const MeasuredGraph::Target& by_kind : workload_.measured) {
-    const std::optional<DeviceKind> kind = parse_device_kind(by_kind.device);
-    if (!kind || by_kind.cpu_fallback) continue;
-    for (const MeasuredGraph::Target& by_name : workload_.measured) {
-      const std::optional<DeviceId> device = cluster_.find_device(by_name.device);
-      if (!device || parse_device_kind(by_name.device) || cluster_.device(*device).kind != *kind) {
-        continue;
-      }
-      std::vector<OpId> both;
-      std::set_intersection(by_kind.ops.begin(), by_kind.ops.end(), by_name.ops.begin(),
-                            by_name.ops.end(), std::back_inserter(both),
-                            [](OpId a, OpId b) { return a.value() < b.value(); });
-      if (both.empty()) continue;
-      throw ConfigError(fmt::format(
-          "--profile: op '{}' is timed on '{}' by {} and on its kind '{}' by {}; give each device "
-          "one profile",
-          escape_control_characters(workload_.graph.op(both.front()).name), by_name.device,
-          by_name.path, by_kind.device, by_kind.path));
-    }
-  }
-  // A device name's time in the graph file wins over a profile's time for the device's kind.
-  std::map<std::string, std::vector<const MeasuredGraph::NamedTime*>> shadowed;  // per profile
-  for (const MeasuredGraph::NamedTime& named : workload_.named_times) {
-    const std::optional<DeviceId> device = cluster_.find_device(named.device_name);
-    const std::optional<DeviceKind> kind = parse_device_kind(named.kind);
-    if (device && kind && cluster_.device(*device).kind == *kind) {
-      shadowed[named.path].push_back(&named);
-    }
-  }
-  for (const auto& [path, named] : shadowed) {
-    std::set<uint32_t> ops;
-    for (const MeasuredGraph::NamedTime* n : named) ops.insert(n->op.value());
-    defer_input_warning(fmt::format(
-        "{}: {} op{} also {} times in the graph for a device of the kind it times (op '{}' on "
-        "'{}'), which win over the profile's on that device",
-        path, ops.size(), ops.size() == 1 ? "" : "s", ops.size() == 1 ? "has" : "have",
-        workload_.graph.op(named.front()->op).name, named.front()->device_name));
+  for (std::string& warning :
+       check_profiles_on_cluster(workload_.profiles, workload_.graph, cluster_)) {
+    defer_input_warning(std::move(warning));
   }
   // An op whose measured times are all for devices or kinds the cluster lacks has the cost
   // model's estimates instead: say so, whatever their source (a profile, a graph file's time_s).
@@ -307,8 +257,9 @@ void Session::check_measured_devices() const {
   std::set<std::string> unused_devices;
   for (const Op& op : workload_.graph.ops()) {
     if (op.time_s.empty()) continue;
-    const bool any_used = std::any_of(op.time_s.begin(), op.time_s.end(),
-                                      [&](const TimeOverride& t) { return in_cluster(t.device); });
+    const bool any_used =
+        std::any_of(op.time_s.begin(), op.time_s.end(),
+                    [&](const TimeOverride& t) { return cluster_.has_device_or_kind(t.device); });
     if (any_used) continue;
     ++unused_ops;
     for (const TimeOverride& t : op.time_s) unused_devices.insert(t.device);

@@ -56,10 +56,8 @@ struct Workload {
   const ModelEntry* model = nullptr;  // set for built-in models
   std::string format;                 // "model", "dplace.graph/1", "onnx", ...
   std::string path;                   // the file read; empty for built-in models
-  // Devices (names or kinds) that --profile gave measured times for; Session checks them against
-  // the cluster.
-  std::vector<MeasuredGraph::Target> measured;
-  std::vector<MeasuredGraph::NamedTime> named_times;  // checked by Session too
+  // What --profile timed, which Session checks against the cluster (io/ort_profile.h).
+  ProfilesOnGraph profiles;
 };
 
 // Builds or reads the graph and sets the measured times of its --profile files (io/ort_profile.h);
@@ -97,9 +95,8 @@ class Session {
   std::optional<Placement> expert_placement() const;
 
  private:
-  // A device that --profile timed (FILE=DEVICE) and the cluster lacks is a ConfigError, and so is
-  // an op that one profile times on a kind and another on a device of that kind; measured times
-  // (from profiles or the graph file) for a device or kind the cluster lacks are a warning.
+  // check_profiles_on_cluster (io/ort_profile.h), and a warning for ops whose measured times (from
+  // profiles or the graph file) are all for devices or kinds the cluster lacks.
   void check_measured_devices() const;
 
   Workload workload_;

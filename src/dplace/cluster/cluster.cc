@@ -193,6 +193,14 @@ std::optional<DeviceId> Cluster::find_device(std::string_view name) const {
   return std::nullopt;
 }
 
+bool Cluster::has_device_or_kind(std::string_view key) const {
+  const std::optional<DeviceKind> kind = parse_device_kind(key);
+  for (const Device& d : spec_.devices) {
+    if (d.name == key || (kind && d.kind == *kind)) return true;
+  }
+  return false;
+}
+
 std::vector<DeviceId> Cluster::devices_of_kind(DeviceKind kind) const {
   std::vector<DeviceId> out;
   for (size_t i = 0; i < spec_.devices.size(); ++i) {

@@ -105,6 +105,8 @@ class Cluster {
   std::optional<DeviceId> find_device(std::string_view name) const;
   // Devices of one kind, in cluster order.
   std::vector<DeviceId> devices_of_kind(DeviceKind kind) const;
+  // Whether `key` (of an op's time_s or devices) names a device of the cluster or a kind it has.
+  bool has_device_or_kind(std::string_view key) const;
 
   // The link a->b (see the file comment), or nullptr. REQUIRES: a != b.
   const Link* link(DeviceId from, DeviceId to) const {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string_view>
@@ -372,7 +373,7 @@ MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfil
         if (parse_device_kind(node.device)) {  // the graph's own times for device names
           for (const TimeOverride& t : graph.op(*id).time_s) {
             if (parse_device_kind(t.device)) continue;
-            result.named_times.push_back(MeasuredGraph::NamedTime{
+            result.profiles.named_times.push_back(ProfilesOnGraph::NamedTime{
                 .path = profile.path, .op = *id, .kind = node.device, .device_name = t.device});
           }
         }
@@ -403,9 +404,8 @@ MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfil
     }
     for (const auto& [device, timed] : tally.timed_per_device) {
       std::vector<OpId> ascending = timed;
-      std::sort(ascending.begin(), ascending.end(),
-                [](OpId a, OpId b) { return a.value() < b.value(); });
-      result.targets.push_back(MeasuredGraph::Target{
+      std::sort(ascending.begin(), ascending.end());
+      result.profiles.targets.push_back(ProfilesOnGraph::Target{
           .path = profile.path,
           .device = device,
           .from_spec = !profile.spec_device.empty() && device == profile.spec_device,
@@ -474,6 +474,60 @@ MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfil
   for (Op& op : ops) builder.add_op(std::move(op));
   result.graph = std::move(builder).build();
   return result;
+}
+
+std::vector<std::string> check_profiles_on_cluster(const ProfilesOnGraph& profiles,
+                                                   const Graph& graph, const Cluster& cluster) {
+  for (const ProfilesOnGraph::Target& target : profiles.targets) {
+    if (target.from_spec && !cluster.has_device_or_kind(target.device)) {
+      throw ConfigError(
+          fmt::format("--profile {}={}: cluster '{}' has no device or device kind '{}'",
+                      target.path, target.device, cluster.name(), target.device));
+    }
+  }
+  // Two profiles, one timing a kind and the other a device of that kind, both time an op there.
+  for (const ProfilesOnGraph::Target& by_kind : profiles.targets) {
+    const std::optional<DeviceKind> kind = parse_device_kind(by_kind.device);
+    if (!kind || by_kind.cpu_fallback) continue;
+    for (const ProfilesOnGraph::Target& by_name : profiles.targets) {
+      const std::optional<DeviceId> device = cluster.find_device(by_name.device);
+      if (!device || parse_device_kind(by_name.device) || cluster.device(*device).kind != *kind) {
+        continue;
+      }
+      std::vector<OpId> both;
+      std::set_intersection(by_kind.ops.begin(), by_kind.ops.end(), by_name.ops.begin(),
+                            by_name.ops.end(), std::back_inserter(both));
+      if (both.empty()) continue;
+      throw ConfigError(fmt::format(
+          "--profile: op '{}' is timed on '{}' by {} and on its kind '{}' by {}; give each device "
+          "one profile",
+          escape_control_characters(graph.op(both.front()).name), by_name.device, by_name.path,
+          by_kind.device, by_kind.path));
+    }
+  }
+  // A device name's time in the graph file wins over a profile's time for the device's kind.
+  struct Shadowed {
+    std::set<OpId> ops;
+    const ProfilesOnGraph::NamedTime* first = nullptr;
+  };
+  std::map<std::string, Shadowed> shadowed;  // per profile
+  for (const ProfilesOnGraph::NamedTime& named : profiles.named_times) {
+    const std::optional<DeviceId> device = cluster.find_device(named.device_name);
+    const std::optional<DeviceKind> kind = parse_device_kind(named.kind);
+    if (!device || !kind || cluster.device(*device).kind != *kind) continue;
+    Shadowed& s = shadowed[named.path];
+    s.ops.insert(named.op);
+    if (s.first == nullptr) s.first = &named;
+  }
+  std::vector<std::string> warnings;
+  for (const auto& [path, s] : shadowed) {
+    warnings.push_back(fmt::format(
+        "{}: {} also {} times in the graph for a device of the kind it times (op '{}' on '{}'), "
+        "which win over the profile's on that device",
+        path, count_of(s.ops.size(), "op"), s.ops.size() == 1 ? "has" : "have",
+        graph.op(s.first->op).name, s.first->device_name));
+  }
+  return warnings;
 }
 
 }  // namespace dplace

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "dplace/cluster/cluster.h"
 #include "dplace/ir/graph.h"
 
 namespace dplace {
@@ -72,9 +73,9 @@ OrtProfile read_ort_profile(const ProfileSpec& spec);
 // REQUIRES: !run_times_s.empty().
 double median_s(std::vector<double> run_times_s);
 
-struct MeasuredGraph {
-  Graph graph;                        // the input graph with the measured times set
-  std::vector<std::string> warnings;  // one line each
+// What only the cluster can check: which devices the profiles timed, and where the graph file's
+// own times for device names may win over a profile's kind (check_profiles_on_cluster).
+struct ProfilesOnGraph {
   // The devices (names or kinds) that received times, per profile.
   struct Target {
     std::string path;
@@ -85,8 +86,7 @@ struct MeasuredGraph {
   };
   std::vector<Target> targets;
   // An op a profile timed on a kind, for which the graph file already gave a time for a device
-  // name: if that device is of the kind, its time wins there (cost/cost_model.h). Which kind a
-  // name has only the cluster says, so the CLI checks and warns.
+  // name: if that device is of the kind, its time wins there (cost/cost_model.h).
   struct NamedTime {
     std::string path;
     OpId op;
@@ -94,6 +94,12 @@ struct MeasuredGraph {
     std::string device_name;
   };
   std::vector<NamedTime> named_times;
+};
+
+struct MeasuredGraph {
+  Graph graph;                        // the input graph with the measured times set
+  std::vector<std::string> warnings;  // one line each
+  ProfilesOnGraph profiles;
 };
 
 // Sets each profiled op's time_s on its device to the median of its runs (replacing a time the
@@ -104,5 +110,13 @@ struct MeasuredGraph {
 // Throws ConfigError when no node of a profile times an op of the graph, and when two profiles time
 // the same op on the same device (CPU fallback times aside, see above).
 MeasuredGraph apply_ort_profiles(const Graph& graph, const std::vector<OrtProfile>& profiles);
+
+// The checks of apply_ort_profiles' result that need the cluster. Throws ConfigError for a
+// FILE=DEVICE whose device or kind the cluster lacks, and for an op that one profile times on a
+// kind and another on a device of that kind (a CPU fallback's time on kind cpu gives way, as
+// above). Returns a warning, one line per profile, for ops whose graph-file time for a device of
+// the kind the profile times wins over the profile's.
+std::vector<std::string> check_profiles_on_cluster(const ProfilesOnGraph& profiles,
+                                                   const Graph& graph, const Cluster& cluster);
 
 }  // namespace dplace

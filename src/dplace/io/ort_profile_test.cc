@@ -197,16 +197,16 @@ TEST_F(ApplyOrtProfileTest, MediansReplaceTheCostModelOnTheDeviceKind) {
   EXPECT_EQ(time_on(mm, "/cpu:0"), 0.02);  // and a device name still wins over the kind
   EXPECT_TRUE(m.warnings.empty()) << m.warnings.front();
   // Which kind /cpu:0 is only the cluster says: the CLI warns (CliTest).
-  ASSERT_EQ(m.named_times.size(), 1u);
-  EXPECT_EQ(m.named_times[0].op, *m.graph.find_op("mm"));
-  EXPECT_EQ(m.named_times[0].kind, "cpu");
-  EXPECT_EQ(m.named_times[0].device_name, "/cpu:0");
+  ASSERT_EQ(m.profiles.named_times.size(), 1u);
+  EXPECT_EQ(m.profiles.named_times[0].op, *m.graph.find_op("mm"));
+  EXPECT_EQ(m.profiles.named_times[0].kind, "cpu");
+  EXPECT_EQ(m.profiles.named_times[0].device_name, "/cpu:0");
   const Op& y = m.graph.op(*m.graph.find_op("y"));
   EXPECT_EQ(time_on(y, "cpu"), 8e-6);
-  ASSERT_EQ(m.targets.size(), 1u);
-  EXPECT_EQ(m.targets[0].device, "cpu");
-  EXPECT_FALSE(m.targets[0].from_spec);
-  EXPECT_EQ(m.targets[0].ops.size(), 2u);
+  ASSERT_EQ(m.profiles.targets.size(), 1u);
+  EXPECT_EQ(m.profiles.targets[0].device, "cpu");
+  EXPECT_FALSE(m.profiles.targets[0].from_spec);
+  EXPECT_EQ(m.profiles.targets[0].ops.size(), 2u);
 
   // The cost table uses them: y on the CPU takes its median, not the roofline's estimate.
   const CostTable costs(m.graph, cluster_);
