@@ -263,6 +263,26 @@ TEST(CliTest, OnnxruntimeProfileOfAnOnnxModelMatchesNodeNames) {
       << r.err;
 }
 
+TEST(CliTest, OnnxModelLocalFunctionsAreInlinedAndCounted) {
+  // local_functions.onnx (scripts/make-function-fixture.py): two calls of mlp.Block, each calling
+  // mlp.Linear twice, then a Softmax.
+  RunResult r = run("info " + data("onnx/local_functions.onnx") + " --dim batch=32 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["ops"], 14);  // x, 2 x (2 x (MatMul, Add) + LeakyRelu + Add), Softmax
+  EXPECT_EQ(j["function_ops"], Json::parse(R"({"mlp.Block": 4, "mlp.Linear": 8})"));
+  // Four products of 32 x 64 x 256 multiply-adds (4 x 1,048,576 flops), bias Adds 2 x (32 x 256
+  // + 32 x 64), LeakyRelus 2 x 32 x 256, residual Adds 2 x 32 x 64, Softmax 5 x 32 x 64.
+  EXPECT_DOUBLE_EQ(j["forward_flops"].get<double>(),
+                   4 * 1048576.0 + 2 * (8192 + 2048) + 2 * 8192 + 2 * 2048 + 5 * 2048);
+  RunResult text = run("info " + data("onnx/local_functions.onnx") + " --dim batch=32");
+  EXPECT_NE(text.out.find("inlined          12 ops from 2 ONNX functions: 8 mlp.Linear, 4 "
+                          "mlp.Block\n"),
+            std::string::npos)
+      << text.out;
+}
+
 TEST(CliTest, SimulateGivesHandComputedStepTime) {
   // x on cpu: no work -> 0 (Input with no flops; bytes_accessed = 1 MB output -> 1e6/1e10 = 1e-4
   // s). x -> a crosses cpu->gpu: 1e6 B / 1e9 B/s = 1e-3 s. a, b on gpu: max(2e9/1e12, 2e6/1e11) =

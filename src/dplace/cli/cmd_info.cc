@@ -9,6 +9,7 @@
 #include "dplace/cli/commands.h"
 #include "dplace/cli/report.h"
 #include "dplace/cli/workload.h"
+#include "dplace/core/format.h"
 #include "dplace/io/graph_json.h"
 
 namespace dplace::cli {
@@ -19,6 +20,24 @@ struct InfoArgs {
   bool json = false;
   std::string graph_out;  // -o: the graph as dplace.graph/1
 };
+
+// "<ops> ops from <n> ONNX functions: <ops> <function>, ..." (the eight with the most ops).
+std::string functions_line(const std::map<std::string, int64_t>& functions) {
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  int64_t total = 0;
+  for (const auto& [function, n] : functions) {
+    by_count.emplace_back(-n, function);
+    total += n;
+  }
+  std::sort(by_count.begin(), by_count.end());
+  std::string line = fmt::format("{} ops from {} ONNX function{}:", total, functions.size(),
+                                 functions.size() == 1 ? "" : "s");
+  for (size_t i = 0; i < std::min<size_t>(8, by_count.size()); ++i) {
+    line += fmt::format("{} {} {}", i == 0 ? "" : ",", -by_count[i].first, by_count[i].second);
+  }
+  if (by_count.size() > 8) line += ", ...";
+  return one_line(line);
+}
 
 void run_info(const InfoArgs& args) {
   OutputArgs out;
@@ -34,9 +53,13 @@ void run_info(const InfoArgs& args) {
   int64_t activation_bytes = 0;
   std::map<std::string, int64_t> phases;
   std::map<std::string, int64_t> types;
-  std::map<std::string, int64_t> measured;  // device name or kind -> ops with a measured time
+  std::map<std::string, int64_t> measured;   // device name or kind -> ops with a measured time
+  std::map<std::string, int64_t> functions;  // ONNX function -> ops its calls' bodies made
   for (const Op& op : g.ops()) {
     for (const TimeOverride& t : op.time_s) ++measured[t.device];
+    if (auto it = op.extra.find("onnx_function"); it != op.extra.end() && it->is_string()) {
+      ++functions[it->get<std::string>()];
+    }
     if (op.phase == Phase::kForward || op.phase == Phase::kUnspecified) forward_flops += op.flops;
     for (int64_t b : op.output_bytes) activation_bytes += b;
     std::string phase(phase_name(op.phase));
@@ -61,6 +84,7 @@ void run_info(const InfoArgs& args) {
               {"phases", phases},
               {"op_types", types},
               {"measured_ops", measured},
+              {"function_ops", functions},
               {"implied_cluster", w.implied_cluster ? w.implied_cluster->name() : ""}};
     fmt::print("{}\n", j.dump(2));
     return;
@@ -88,6 +112,7 @@ void run_info(const InfoArgs& args) {
                              by_count[i].second);
   }
   fmt::print("top op types     {}\n", type_line);
+  if (!functions.empty()) fmt::print("inlined          {}\n", functions_line(functions));
   if (!measured.empty()) {
     std::string measured_line;
     for (const auto& [device, n] : measured) {

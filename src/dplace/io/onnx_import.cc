@@ -56,8 +56,10 @@
 #include <vector>
 
 #include "dplace/core/error.h"
+#include "dplace/core/format.h"
 #include "dplace/io/importers.h"
 #include "dplace/io/onnx_common.h"
+#include "dplace/io/onnx_functions.h"
 #include "dplace/io/onnx_op_rules.h"
 #include "dplace/ir/training.h"
 
@@ -74,14 +76,6 @@ constexpr size_t kMaxKeptPayloadBytes = 4096;
 constexpr int64_t kMinConstantWeightBytes = 1024;
 // Constant tensors up to this many elements are evaluated when folding.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 16;
-
-std::string one_line(std::string text) {
-  for (char& c : text) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Reading the file.
@@ -1545,6 +1539,25 @@ class OnnxImporter {
     if (!model_.has_graph() || model_.graph().node_size() == 0) {
       fail("not a valid ONNX model: it has no graph nodes (truncated or not an ONNX file?)");
     }
+    // onnxruntime numbers the file's unnamed nodes before it inlines functions.
+    const ox::GraphProto& g = model_.graph();
+    std::vector<int> ort_numbers(static_cast<size_t>(g.node_size()));
+    int constants = 0;
+    for (int i = 0; i < g.node_size(); ++i) {
+      ort_numbers[static_cast<size_t>(i)] = i - constants;
+      if (g.node(i).op_type() == "Constant") ++constants;
+    }
+    InlinedFunctions inlined = inline_local_functions(model_, path_);
+    if (inlined.origins.empty()) {
+      for (int i = 0; i < g.node_size(); ++i) origins_.push_back({i, ""});
+    } else {
+      origins_ = std::move(inlined.origins);
+    }
+    ort_numbers_.reserve(origins_.size());
+    for (const NodeOrigin& o : origins_) {
+      ort_numbers_.push_back(o.file_index < 0 ? -1
+                                              : ort_numbers[static_cast<size_t>(o.file_index)]);
+    }
   }
 
   void read_opsets() {
@@ -2164,9 +2177,13 @@ class OnnxImporter {
     }
   }
 
+  // An unnamed node is "<OpType>_<i>", i its place among the file's nodes (inlined function bodies
+  // name all their nodes).
   std::string unique_op_name(const ox::NodeProto& node, int index) {
     std::string base =
-        node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
+        node.name().empty()
+            ? node.op_type() + "_" + std::to_string(origins_[static_cast<size_t>(index)].file_index)
+            : node.name();
     std::string name = base;
     for (int k = 1; used_names_.count(name) > 0; ++k) name = base + "_" + std::to_string(k);
     used_names_.insert(name);
@@ -2174,20 +2191,12 @@ class OnnxImporter {
   }
 
   // The name onnxruntime gives the node in its profiles (io/ort_profile.h): its name, else
-  // "<OpType>_<index>" where the index counts the main graph's nodes without its Constant nodes,
-  // which onnxruntime turns into initializers before it numbers the others.
-  std::string onnxruntime_name(const ox::NodeProto& node, int index) {
+  // "<OpType>_<i>" where i counts the file's main-graph nodes without its Constant nodes, which
+  // onnxruntime turns into initializers before it numbers the others. (The nodes of inlined
+  // functions get names of onnxruntime's own making, which this does not reproduce.)
+  std::string onnxruntime_name(const ox::NodeProto& node, int index) const {
     if (!node.name().empty()) return node.name();
-    const ox::GraphProto& g = model_.graph();
-    if (constants_before_.empty()) {
-      constants_before_.resize(static_cast<size_t>(g.node_size()) + 1, 0);
-      for (int i = 0; i < g.node_size(); ++i) {
-        constants_before_[static_cast<size_t>(i) + 1] =
-            constants_before_[static_cast<size_t>(i)] + (g.node(i).op_type() == "Constant" ? 1 : 0);
-      }
-    }
-    return node.op_type() + "_" +
-           std::to_string(index - constants_before_[static_cast<size_t>(index)]);
+    return node.op_type() + "_" + std::to_string(ort_numbers_[static_cast<size_t>(index)]);
   }
 
   // Charges every parameter behind constant `v` that no earlier op was charged with to `op`.
@@ -2270,6 +2279,10 @@ class OnnxImporter {
     if (std::string ort = onnxruntime_name(node, index); ort != op.name) {
       op.extra["onnxruntime_name"] = std::move(ort);
     }
+    if (const std::string& function = origins_[static_cast<size_t>(index)].function;
+        !function.empty()) {
+      op.extra["onnx_function"] = function;
+    }
     OpId id = builder.add_op(std::move(op));
     for (int i = 0; i < node.output_size(); ++i) {
       if (node.output(i).empty()) continue;
@@ -2324,7 +2337,8 @@ class OnnxImporter {
   ox::ModelProto model_;
   std::unordered_map<std::string, int> opsets_;
   std::vector<int> topo_order_;
-  std::vector<int> constants_before_;  // [i]: Constant nodes among the first i (onnxruntime_name)
+  std::vector<NodeOrigin> origins_;  // [node]: where the main graph's node comes from (functions)
+  std::vector<int> ort_numbers_;     // [node]: onnxruntime's number for it, -1 if inlined
   std::unordered_map<std::string, std::vector<Use>> uses_;
   std::unordered_map<int, std::vector<std::string>> implicit_inputs_;  // subgraphs' outer reads
   std::unordered_map<std::string, Value> values_;

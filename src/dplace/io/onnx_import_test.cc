@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,45 @@ class ModelBuilder {
   ModelBuilder& output(const std::string& name) {
     model_.mutable_graph()->add_output()->set_name(name);
     return *this;
+  }
+  // A model-local function in `domain` (which the model then imports at version 1), importing the
+  // model's default opset.
+  ox::FunctionProto& function(const std::string& domain, const std::string& name,
+                              const std::vector<std::string>& inputs,
+                              const std::vector<std::string>& outputs) {
+    bool imported = false;
+    for (const auto& o : model_.opset_import()) imported = imported || o.domain() == domain;
+    if (!imported) {
+      auto* o = model_.add_opset_import();
+      o->set_domain(domain);
+      o->set_version(1);
+    }
+    auto* f = model_.add_functions();
+    f->set_domain(domain);
+    f->set_name(name);
+    for (const auto& i : inputs) f->add_input(i);
+    for (const auto& o : outputs) f->add_output(o);
+    *f->add_opset_import() = model_.opset_import(0);
+    return *f;
+  }
+  static ox::NodeProto& body_node(ox::FunctionProto& f, const std::string& op,
+                                  const std::vector<std::string>& inputs,
+                                  const std::vector<std::string>& outputs,
+                                  const std::string& name = "") {
+    auto* n = f.add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return *n;
+  }
+  // A call of a model-local function.
+  ox::NodeProto& call(const std::string& domain, const std::string& function,
+                      const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs, const std::string& name) {
+    ox::NodeProto& n = node(function, inputs, outputs, name);
+    n.set_domain(domain);
+    return n;
   }
   ox::ModelProto& proto() { return model_; }
   std::string save(const std::string& name) {
@@ -472,7 +512,7 @@ TEST(OnnxImportTest, SmallIntegerInitializersAreConstantsUnlessWeightSlotsReadTh
   training.training = true;
   const LoadedGraph loaded = read_onnx_file(m.save("int_initializers.onnx"), training);
   const Graph& g = loaded.graph;
-  for (const std::string& name : {"mean", "slice"}) {
+  for (const std::string& name : std::vector<std::string>{"mean", "slice"}) {
     EXPECT_EQ(op_named(g, name).param_bytes, 0) << name;
     EXPECT_FALSE(g.find_op("update/" + name).has_value()) << name;
   }
@@ -1060,7 +1100,9 @@ TEST(OnnxImportTest, ExportedModelsRewrittenInOpset19FormImportIdentically) {
       EXPECT_EQ(a.param_bytes, b.param_bytes) << model << " " << a.name;
       EXPECT_EQ(a.extra, b.extra) << model << " " << a.name;
     }
-    if (model == "transformer_encoder") EXPECT_EQ(rewritten, 8);
+    if (model == "transformer_encoder") {
+      EXPECT_EQ(rewritten, 8);
+    }
   }
 }
 
@@ -1319,6 +1361,263 @@ TEST(OnnxImportTest, MissingOpsetIsAFormatError) {
   m.output("y");
   EXPECT_NE(error_of(m.save("no_opset.onnx")).find("no opset for the default ONNX domain"),
             std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model-local functions.
+
+const std::string& extra_string(const Graph& g, const std::string& op, const std::string& key) {
+  static const std::string kNone;
+  const Json& extra = op_named(g, op).extra;
+  return extra.contains(key) ? extra[key].get_ref<const std::string&>() : kNone;
+}
+
+// Linear(x, w) = Relu(MatMul(x, w)), called twice: y = Softmax(Linear(Linear(x, w1), w2)).
+ModelBuilder two_linear_calls() {
+  ModelBuilder m(17);
+  m.input("x", {8, 64}).weight("w1", {64, 128}).weight("w2", {128, 10});
+  ox::FunctionProto& f = m.function("mod", "Linear", {"in", "w"}, {"out"});
+  ModelBuilder::body_node(f, "MatMul", {"in", "w"}, {"t"}, "mm");
+  ModelBuilder::body_node(f, "Relu", {"t"}, {"out"}, "act");
+  m.call("mod", "Linear", {"x", "w1"}, {"h1"}, "layer1");
+  m.call("mod", "Linear", {"h1", "w2"}, {"h2"}, "layer2");
+  m.node("Softmax", {"h2"}, {"y"}, "softmax");
+  m.output("y");
+  return m;
+}
+
+TEST(OnnxImportTest, LocalFunctionCallsBecomeTheirBodiesOps) {
+  ModelBuilder m = two_linear_calls();
+  const LoadedGraph loaded = read_onnx_file(m.save("functions.onnx"), {});
+  const Graph& g = loaded.graph;
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.at(0);
+  ASSERT_EQ(g.num_ops(), 6u);  // x, two MatMul + Relu pairs, softmax
+  const Op& mm1 = op_named(g, "layer1/mm");
+  const Op& mm2 = op_named(g, "layer2/mm");
+  EXPECT_EQ(mm1.type, "MatMul");
+  EXPECT_DOUBLE_EQ(mm1.flops, 2.0 * 8 * 64 * 128);
+  EXPECT_DOUBLE_EQ(mm2.flops, 2.0 * 8 * 128 * 10);
+  EXPECT_EQ(mm1.param_bytes, 64 * 128 * 4);  // the actual weight of each call
+  EXPECT_EQ(mm2.param_bytes, 128 * 10 * 4);
+  EXPECT_EQ(op_named(g, "layer2/act").extra["output_shapes"], Json::parse("[[8, 10]]"));
+  // The second call reads the first call's output; softmax reads the second's.
+  ASSERT_EQ(mm2.inputs.size(), 1u);
+  EXPECT_EQ(mm2.inputs[0].op, g.find_op("layer1/act").value());
+  EXPECT_EQ(op_named(g, "softmax").inputs.at(0).op, g.find_op("layer2/act").value());
+  EXPECT_EQ(extra_string(g, "layer1/act", "onnx_function"), "mod.Linear");
+  EXPECT_EQ(extra_string(g, "softmax", "onnx_function"), "");
+  // The same graph written without the function gives the same costs.
+  ModelBuilder flat(17);
+  flat.input("x", {8, 64}).weight("w1", {64, 128}).weight("w2", {128, 10});
+  flat.node("MatMul", {"x", "w1"}, {"t1"});
+  flat.node("Relu", {"t1"}, {"h1"});
+  flat.node("MatMul", {"h1", "w2"}, {"t2"});
+  flat.node("Relu", {"t2"}, {"h2"});
+  flat.node("Softmax", {"h2"}, {"y"});
+  flat.output("y");
+  const Graph plain = read_onnx_file(flat.save("functions_flat.onnx"), {}).graph;
+  EXPECT_DOUBLE_EQ(g.total_flops(), plain.total_flops());
+  EXPECT_EQ(g.total_param_bytes(), plain.total_param_bytes());
+}
+
+// Adds to `f` a default for attribute `name` (FunctionProto.attribute_proto, IR 9, which this
+// libonnx's proto lacks: written as the unknown field 11 it is in newer files).
+void add_attribute_default(ox::FunctionProto& f, const ox::AttributeProto& value) {
+  f.mutable_unknown_fields()->AddLengthDelimited(11, value.SerializeAsString());
+}
+
+ox::AttributeProto ints_attribute(const std::string& name, const std::vector<int64_t>& values) {
+  ox::AttributeProto a;
+  a.set_name(name);
+  a.set_type(ox::AttributeProto_AttributeType_INTS);
+  for (int64_t v : values) a.add_ints(v);
+  return a;
+}
+
+TEST(OnnxImportTest, FunctionAttributesComeFromTheCallElseTheDefaultElseAreDropped) {
+  // Transpose's perm refers to the function's attribute "order". WithDefault has the default
+  // [0, 1, 2]; Bare has none, so a call without "order" transposes by ONNX's default (reversed).
+  ModelBuilder m(17);
+  m.input("x", {2, 3, 4});
+  for (const std::string& name : std::vector<std::string>{"WithDefault", "Bare"}) {
+    ox::FunctionProto& f = m.function("mod", name, {"in"}, {"out"});
+    f.add_attribute("order");
+    ox::NodeProto& t = ModelBuilder::body_node(f, "Transpose", {"in"}, {"out"}, "t");
+    ox::AttributeProto* perm = t.add_attribute();
+    perm->set_name("perm");
+    perm->set_type(ox::AttributeProto_AttributeType_INTS);
+    perm->set_ref_attr_name("order");
+    if (name == "WithDefault") add_attribute_default(f, ints_attribute("order", {0, 1, 2}));
+  }
+  ox::NodeProto& given = m.call("mod", "WithDefault", {"x"}, {"a"}, "given");
+  *given.add_attribute() = ints_attribute("order", {1, 0, 2});
+  m.call("mod", "WithDefault", {"x"}, {"b"}, "defaulted");
+  m.call("mod", "Bare", {"x"}, {"c"}, "dropped");
+  m.output("a").output("b").output("c");
+  const Graph g = read_onnx_file(m.save("function_attributes.onnx"), {}).graph;
+  const auto shape = [&](const std::string& op) { return op_named(g, op).extra["output_shapes"]; };
+  EXPECT_EQ(shape("given/t"), Json::parse("[[3, 2, 4]]"));
+  EXPECT_EQ(shape("defaulted/t"), Json::parse("[[2, 3, 4]]"));
+  EXPECT_EQ(shape("dropped/t"), Json::parse("[[4, 3, 2]]"));
+}
+
+TEST(OnnxImportTest, FunctionOverloadsSelectTheBody) {
+  // Two functions "mod.Act" told apart by their overload (IR 10: FunctionProto field 13, NodeProto
+  // field 8, both unknown to this libonnx).
+  ModelBuilder m(17);
+  m.input("x", {4});
+  ox::FunctionProto& relu = m.function("mod", "Act", {"in"}, {"out"});
+  ModelBuilder::body_node(relu, "Relu", {"in"}, {"out"}, "f");
+  relu.mutable_unknown_fields()->AddLengthDelimited(13, "relu");
+  ox::FunctionProto& tanh = m.function("mod", "Act", {"in"}, {"out"});
+  ModelBuilder::body_node(tanh, "Tanh", {"in"}, {"out"}, "f");
+  tanh.mutable_unknown_fields()->AddLengthDelimited(13, "tanh");
+  m.call("mod", "Act", {"x"}, {"a"}, "first")
+      .mutable_unknown_fields()
+      ->AddLengthDelimited(8, "tanh");
+  m.call("mod", "Act", {"a"}, {"b"}, "second")
+      .mutable_unknown_fields()
+      ->AddLengthDelimited(8, "relu");
+  m.output("b");
+  const Graph g = read_onnx_file(m.save("function_overloads.onnx"), {}).graph;
+  EXPECT_EQ(op_named(g, "first/f").type, "Tanh");
+  EXPECT_EQ(op_named(g, "second/f").type, "Relu");
+  EXPECT_EQ(extra_string(g, "first/f", "onnx_function"), "mod.Act:tanh");
+}
+
+TEST(OnnxImportTest, NestedCallsOptionalIOAndSubgraphsAreInlined) {
+  // Outer(in) = Inner(Neg(in)); Inner(in) = (Relu(in), Abs(in)), its second output left out by
+  // the call. Cond(c, in) = If(c, then: in, else: Sigmoid(in)): the subgraphs read the function's
+  // input, renamed to the call's.
+  ModelBuilder m(17);
+  m.input("x", {4}).input("c", {}, "", ox::TensorProto_DataType_BOOL);
+  ox::FunctionProto& inner = m.function("mod", "Inner", {"in"}, {"r", "a"});
+  ModelBuilder::body_node(inner, "Relu", {"in"}, {"r"}, "relu");
+  ModelBuilder::body_node(inner, "Abs", {"in"}, {"a"}, "abs");
+  ox::FunctionProto& outer = m.function("mod", "Outer", {"in"}, {"out"});
+  ModelBuilder::body_node(outer, "Neg", {"in"}, {"n"}, "neg");
+  ModelBuilder::body_node(outer, "Inner", {"n"}, {"out"}, "inner").set_domain("mod");
+  ox::FunctionProto& cond = m.function("mod", "Cond", {"flag", "in"}, {"out"});
+  ox::NodeProto& branch = ModelBuilder::body_node(cond, "If", {"flag"}, {"out"}, "if");
+  for (const std::string& which : std::vector<std::string>{"then_branch", "else_branch"}) {
+    ox::AttributeProto* a = branch.add_attribute();
+    a->set_name(which);
+    a->set_type(ox::AttributeProto_AttributeType_GRAPH);
+    ox::GraphProto* body = a->mutable_g();
+    body->set_name(which);
+    ox::NodeProto* n = body->add_node();
+    n->set_op_type(which == "then_branch" ? "Identity" : "Sigmoid");
+    n->add_input("in");
+    n->add_output("v");
+    auto* out = body->add_output();
+    out->set_name("v");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(ox::TensorProto_DataType_FLOAT);
+  }
+  m.call("mod", "Outer", {"x"}, {"h"}, "block");
+  m.call("mod", "Cond", {"c", "h"}, {"y"}, "gate");
+  m.output("y");
+  const Graph g = read_onnx_file(m.save("function_nesting.onnx"), {}).graph;
+  EXPECT_EQ(op_named(g, "block/inner/relu").type, "Relu");
+  EXPECT_EQ(op_named(g, "block/inner/abs").type, "Abs");  // its output has no consumer
+  EXPECT_EQ(extra_string(g, "block/inner/relu", "onnx_function"), "mod.Inner");
+  EXPECT_EQ(extra_string(g, "block/neg", "onnx_function"), "mod.Outer");
+  // The If reads the condition and, through its branches, the first call's output.
+  const Op& gate = op_named(g, "gate/if");
+  std::set<std::string> inputs;
+  for (const TensorRef& t : gate.inputs) inputs.insert(g.op(t.op).name);
+  EXPECT_EQ(inputs, (std::set<std::string>{"c", "block/inner/relu"}));
+}
+
+TEST(OnnxImportTest, InlinedNamesAvoidTheModelsNamesAndUnnamedNodesKeepTheirFileNames) {
+  // The file already has a tensor "layer1/t": the call's names, its ops' too, move to "layer1_1/".
+  // Unnamed nodes keep the names their places in the file give them, before the call and after it
+  // (which two body nodes replace), and onnxruntime's numbers, which skip the Constant.
+  ModelBuilder m(17);
+  m.input("x", {8, 64}).weight("w", {64, 64});
+  ox::FunctionProto& f = m.function("mod", "Linear", {"in", "w"}, {"out"});
+  ModelBuilder::body_node(f, "MatMul", {"in", "w"}, {"t"}, "mm");
+  ModelBuilder::body_node(f, "Relu", {"t"}, {"out"}, "act");
+  ox::NodeProto& constant = m.node("Constant", {}, {"k"}, "k");
+  auto* value = constant.add_attribute();
+  value->set_name("value");
+  value->set_type(ox::AttributeProto_AttributeType_TENSOR);
+  value->mutable_t()->set_data_type(ox::TensorProto_DataType_FLOAT);
+  value->mutable_t()->add_float_data(2.0F);
+  m.node("Mul", {"x", "k"}, {"layer1/t"}, "scale");
+  m.node("Relu", {"layer1/t"}, {"r"}).set_name("");
+  m.call("mod", "Linear", {"r", "w"}, {"y"}, "layer1");
+  m.node("Neg", {"y"}, {"z"}).set_name("");
+  m.output("z");
+  const Graph g = read_onnx_file(m.save("function_names.onnx"), {}).graph;
+  EXPECT_EQ(op_named(g, "layer1_1/mm").inputs.at(0).op, g.find_op("Relu_2").value());
+  EXPECT_EQ(op_named(g, "layer1_1/act").inputs.at(0).op, g.find_op("layer1_1/mm").value());
+  EXPECT_EQ(op_named(g, "Relu_2").inputs.at(0).op, g.find_op("scale").value());
+  EXPECT_EQ(extra_string(g, "Relu_2", "onnxruntime_name"), "Relu_1");
+  EXPECT_EQ(op_named(g, "Neg_4").inputs.at(0).op, g.find_op("layer1_1/act").value());
+  EXPECT_EQ(extra_string(g, "Neg_4", "onnxruntime_name"), "Neg_3");
+  EXPECT_EQ(g.num_ops(), 6u);  // x, scale, Relu_2, layer1_1/mm, layer1_1/act, Neg_4
+}
+
+TEST(OnnxImportTest, MalformedFunctionsAreFormatErrors) {
+  const auto error = [](const std::string& file, const std::function<void(ModelBuilder&)>& edit) {
+    ModelBuilder m = two_linear_calls();
+    edit(m);
+    return error_of(m.save(file));
+  };
+  const auto contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  std::string e = error("fn_undefined.onnx", [](ModelBuilder& m) {
+    m.proto().mutable_functions(0)->mutable_node(1)->set_input(0, "nowhere");
+  });
+  EXPECT_TRUE(contains(e,
+                       "function 'mod.Linear': 'layer1/act' reads 'nowhere', which is neither "
+                       "an input of the function nor defined in its body"))
+      << e;
+  e = error("fn_twice.onnx",
+            [](ModelBuilder& m) { *m.proto().add_functions() = m.proto().functions(0); });
+  EXPECT_TRUE(contains(e, "function 'mod.Linear' is defined twice")) << e;
+  e = error("fn_inputs.onnx",
+            [](ModelBuilder& m) { m.proto().mutable_graph()->mutable_node(0)->add_input("x"); });
+  EXPECT_TRUE(contains(e,
+                       "node 'layer1' (Linear): 3 inputs and 1 outputs for function "
+                       "'mod.Linear', which takes 2 and 1"))
+      << e;
+  e = error("fn_unproduced.onnx",
+            [](ModelBuilder& m) { m.proto().mutable_functions(0)->set_output(0, "missing"); });
+  EXPECT_TRUE(contains(e, "function 'mod.Linear': output 'missing' is produced by no node")) << e;
+  e = error("fn_recursive.onnx", [](ModelBuilder& m) {
+    ox::NodeProto* self = m.proto().mutable_functions(0)->add_node();
+    self->set_op_type("Linear");
+    self->set_domain("mod");
+    self->add_input("out");
+    self->add_input("w");
+    self->add_output("again");
+  });
+  EXPECT_TRUE(contains(e, "function 'mod.Linear' calls itself")) << e;
+  e = error("fn_opset.onnx", [](ModelBuilder& m) {
+    m.proto().mutable_functions(0)->mutable_opset_import(0)->set_version(13);
+  });
+  EXPECT_TRUE(contains(e,
+                       "function 'mod.Linear' imports opset 13 of the default domain, the "
+                       "model opset 17"))
+      << e;
+  // A call tree that doubles at each of 22 levels would make over four million nodes.
+  e = error("fn_explosion.onnx", [](ModelBuilder& m) {
+    for (int level = 0; level < 22; ++level) {
+      ox::FunctionProto& f = m.function("deep", "F" + std::to_string(level), {"in"}, {"out"});
+      const std::string callee = "F" + std::to_string(level + 1);
+      const std::string op = level == 21 ? "Relu" : callee;
+      ModelBuilder::body_node(f, op, {"in"}, {"mid"}).set_domain(level == 21 ? "" : "deep");
+      ModelBuilder::body_node(f, op, {"mid"}, {"out"}).set_domain(level == 21 ? "" : "deep");
+    }
+    m.call("deep", "F0", {"y"}, {"z"}, "root");
+    m.output("z");
+  });
+  EXPECT_TRUE(contains(e,
+                       "inlining the model's functions would make 4.19e+06 nodes, more than "
+                       "2000000"))
+      << e;
 }
 
 TEST(OnnxImportTest, LoadGraphFileDetectsOnnxByContent) {
