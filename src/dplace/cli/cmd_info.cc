@@ -21,22 +21,19 @@ struct InfoArgs {
   std::string graph_out;  // -o: the graph as dplace.graph/1
 };
 
-// "<ops> ops from <n> ONNX functions: <ops> <function>, ..." (the eight with the most ops).
-std::string functions_line(const std::map<std::string, int64_t>& functions) {
+// "<n> <key>, <n> <key>, ..." for the `limit` keys with the largest counts, ", ..." after them when
+// there are more.
+std::string top_counts(const std::map<std::string, int64_t>& counts, size_t limit) {
   std::vector<std::pair<int64_t, std::string>> by_count;
-  int64_t total = 0;
-  for (const auto& [function, n] : functions) {
-    by_count.emplace_back(-n, function);
-    total += n;
-  }
+  for (const auto& [key, n] : counts) by_count.emplace_back(-n, key);
   std::sort(by_count.begin(), by_count.end());
-  std::string line = fmt::format("{} ops from {} ONNX function{}:", total, functions.size(),
-                                 functions.size() == 1 ? "" : "s");
-  for (size_t i = 0; i < std::min<size_t>(8, by_count.size()); ++i) {
-    line += fmt::format("{} {} {}", i == 0 ? "" : ",", -by_count[i].first, by_count[i].second);
+  std::string line;
+  for (size_t i = 0; i < std::min(limit, by_count.size()); ++i) {
+    line +=
+        fmt::format("{}{} {}", line.empty() ? "" : ", ", -by_count[i].first, by_count[i].second);
   }
-  if (by_count.size() > 8) line += ", ...";
-  return one_line(line);
+  if (by_count.size() > limit) line += ", ...";
+  return line;
 }
 
 void run_info(const InfoArgs& args) {
@@ -103,16 +100,14 @@ void run_info(const InfoArgs& args) {
   for (const auto& [phase, n] : phases)
     phase_line += fmt::format("{}{} {}", phase_line.empty() ? "" : ", ", n, phase);
   fmt::print("phases           {}\n", phase_line);
-  std::vector<std::pair<int64_t, std::string>> by_count;
-  for (const auto& [type, n] : types) by_count.emplace_back(-n, type);
-  std::sort(by_count.begin(), by_count.end());
-  std::string type_line;
-  for (size_t i = 0; i < std::min<size_t>(8, by_count.size()); ++i) {
-    type_line += fmt::format("{}{} {}", type_line.empty() ? "" : ", ", -by_count[i].first,
-                             by_count[i].second);
+  fmt::print("top op types     {}\n", top_counts(types, 8));
+  if (!functions.empty()) {
+    int64_t inlined = 0;
+    for (const auto& [function, n] : functions) inlined += n;
+    fmt::print("inlined          {}\n",
+               one_line(fmt::format("{} ops from {} ONNX function{}: {}", inlined, functions.size(),
+                                    functions.size() == 1 ? "" : "s", top_counts(functions, 8))));
   }
-  fmt::print("top op types     {}\n", type_line);
-  if (!functions.empty()) fmt::print("inlined          {}\n", functions_line(functions));
   if (!measured.empty()) {
     std::string measured_line;
     for (const auto& [device, n] : measured) {

@@ -1,6 +1,6 @@
-// Tensor types and attribute readers shared by the ONNX importer's translation units
-// (onnx_import.cc and onnx_newer_ops.cc). Internal to the io module: no other module includes an
-// ONNX header.
+// Tensor types, attribute readers and graph walks shared by the ONNX importer's translation units
+// (onnx_import.cc, onnx_newer_ops.cc, onnx_contrib_ops.cc, onnx_functions.cc). Internal to the io
+// module: no other module includes an ONNX header.
 //
 // Element types are ONNX's TensorProto.DataType numbers. This libonnx (1.12) names them up to 16
 // (BFLOAT16); the numbers newer ONNX releases added (float8: 17-20, 4-bit integers: 21-22, float4:
@@ -183,6 +183,25 @@ inline std::string attr_string(const ox::NodeProto& node, std::string_view name,
                                std::string fallback) {
   const auto* a = find_attr(node, name);
   return a != nullptr && a->type() == ox::AttributeProto_AttributeType_STRING ? a->s() : fallback;
+}
+
+// A node's or opset import's domain with ONNX's alias for the default domain, "ai.onnx", as "".
+inline std::string canonical_domain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+// Calls visit(name) for each name `g` defines at its own level: its inputs, initializers, sparse
+// initializers and its nodes' non-empty outputs (not the names its nodes' subgraphs define).
+template <typename Visit>
+void visit_defined_names(const ox::GraphProto& g, Visit&& visit) {
+  for (const auto& in : g.input()) visit(in.name());
+  for (const auto& t : g.initializer()) visit(t.name());
+  for (const auto& s : g.sparse_initializer()) visit(s.values().name());
+  for (const auto& node : g.node()) {
+    for (const std::string& out : node.output()) {
+      if (!out.empty()) visit(out);
+    }
+  }
 }
 
 }  // namespace dplace::onnx_detail

@@ -311,7 +311,7 @@ constexpr ContribOp kContribOps[] = {
 
 std::optional<RuleResult> infer_contrib_op(const ox::NodeProto& node,
                                            const std::vector<NodeInput>& inputs) {
-  const std::string_view domain = node.domain() == "ai.onnx" ? "" : std::string_view(node.domain());
+  const std::string domain = canonical_domain(node.domain());
   for (const ContribOp& contrib : kContribOps) {
     if (contrib.op != node.op_type() || (contrib.domain != "*" && contrib.domain != domain)) {
       continue;

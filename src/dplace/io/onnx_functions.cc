@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/unknown_field_set.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -14,25 +15,33 @@
 
 #include "dplace/core/error.h"
 #include "dplace/core/format.h"
+#include "dplace/io/onnx_common.h"
 
 namespace dplace::onnx_detail {
 namespace {
 
-namespace ox = ::ONNX_NAMESPACE;
 namespace pb = ::google::protobuf;
 
-// More nodes than any real model has; a model whose functions call each other several times per
-// level would otherwise expand exponentially.
-constexpr int64_t kMaxInlinedNodes = 2'000'000;
+// More nodes than any real model has; functions that call each other several times per level
+// would otherwise expand exponentially.
+constexpr double kMaxInlinedNodes = 2'000'000;
+// Calls nested deeper than this are refused: real exporters nest modules a few levels deep, and
+// the expansion recurses once per level.
+constexpr int kMaxCallDepth = 64;
 
 // Fields newer than this libonnx's proto, read from the unknown fields.
 constexpr int kNodeOverloadField = 8;             // NodeProto.overload (IR 10)
 constexpr int kFunctionAttributeProtoField = 11;  // FunctionProto.attribute_proto (IR 9)
 constexpr int kFunctionOverloadField = 13;        // FunctionProto.overload (IR 10)
 
-std::string normal_domain(const std::string& domain) {
-  return domain == "ai.onnx" ? std::string() : domain;
-}
+// Built against a libonnx that knows these fields, the unknown-field reads would find nothing and
+// defaults and overloads would be lost without a word.
+template <typename Function>
+constexpr bool kKnowsOverloads = requires {
+  Function::kOverloadFieldNumber;
+};
+static_assert(!kKnowsOverloads<ox::FunctionProto>,
+              "this libonnx has FunctionProto.overload: read it and attribute_proto directly");
 
 // The length-delimited unknown fields `number` of a message, in order.
 std::vector<std::string> unknown_strings(const pb::UnknownFieldSet& fields, int number) {
@@ -53,7 +62,7 @@ std::string overload_of(const pb::UnknownFieldSet& fields, int number) {
 
 std::string function_key(const std::string& domain, const std::string& name,
                          const std::string& overload) {
-  std::string key = normal_domain(domain);
+  std::string key = canonical_domain(domain);
   key += '\0';
   key += name;
   key += '\0';
@@ -61,18 +70,26 @@ std::string function_key(const std::string& domain, const std::string& name,
   return key;
 }
 
-enum class SizeState { kUnknown, kActive, kKnown };
+// How a node is named in errors: by its name, else by its type and first output.
+std::string node_label(const ox::NodeProto& node) {
+  if (!node.name().empty()) return "node '" + node.name() + "' (" + node.op_type() + ")";
+  const std::string first = node.output_size() > 0 ? node.output(0) : std::string();
+  return "the " + node.op_type() + " node writing '" + first + "'";
+}
+
+enum class Checked { kNo, kActive, kYes };
 
 // A model-local function, indexed.
 struct LocalFunction {
   const ox::FunctionProto* proto = nullptr;
   std::string label;  // NodeOrigin::function
+  // Read on first use (checked): a function no node calls is not read.
+  Checked checked = Checked::kNo;
   std::unordered_map<std::string, ox::AttributeProto> defaults;
-  // Every name its body defines, subgraphs included, and its outputs: what a call prefixes.
-  std::vector<std::string> local_names;
-  bool opsets_checked = false;
-  SizeState size_state = SizeState::kUnknown;  // of `size`, the nodes a call of it makes
-  double size = 0;
+  std::set<std::string> body_names;    // the outputs of the body's own nodes
+  std::vector<std::string> all_names;  // and those its subgraphs define: what a call prefixes
+  double size = 0;                     // the nodes a call of it expands to
+  bool opsets_merged = false;
 };
 
 using Scope = std::unordered_map<std::string, std::string>;
@@ -81,106 +98,61 @@ class Inliner {
  public:
   Inliner(ox::ModelProto& model, std::string path) : model_(model), path_(std::move(path)) {}
 
-  InlinedFunctions run() {
+  std::vector<NodeOrigin> run() {
     index_functions();
     for (const auto& o : model_.opset_import()) {
-      model_opsets_.emplace(normal_domain(o.domain()), o.version());
+      opsets_.emplace(canonical_domain(o.domain()), OpsetSource{o.version(), "the model"});
     }
-    collect_names(model_.graph());
+    const ox::GraphProto& main = model_.graph();
+    add_graph_names(main, taken_);
     double nodes = 0;
-    for (const ox::NodeProto& node : model_.graph().node()) nodes += expanded_size(node);
-    if (nodes > kMaxInlinedNodes) {
-      fail(fmt::format("inlining the model's functions would make {:.3g} nodes, more than {}",
-                       nodes, kMaxInlinedNodes));
+    double largest = 0;
+    const ox::NodeProto* largest_call = nullptr;
+    for (const ox::NodeProto& node : main.node()) {
+      const double size = expanded_size(node, 0);
+      nodes += size;
+      if (callee(node) != nullptr && size > largest) {
+        largest = size;
+        largest_call = &node;
+      }
     }
-    ox::GraphProto& g = *model_.mutable_graph();
+    if (nodes > kMaxInlinedNodes) {
+      fail(
+          fmt::format("inlining the model's functions would make {:.3g} nodes, more than {} "
+                      "({} alone makes {:.3g})",
+                      nodes, kMaxInlinedNodes, node_label(*largest_call), largest));
+    }
     std::vector<NodeOrigin> origins;
-    inline_graph(g, &origins);
+    inline_graph(*model_.mutable_graph(), &origins);
     model_.clear_functions();
-    InlinedFunctions result;
-    result.calls = calls_;
-    if (calls_ > 0) result.origins = std::move(origins);
-    return result;
+    return origins;
   }
 
  private:
+  struct OpsetSource {
+    int64_t version = 0;
+    std::string source;  // "the model", or "function 'X'" for a domain a function added
+  };
+
   [[noreturn]] void fail(const std::string& message) const {
     throw FormatError(path_ + ": " + one_line(message));
   }
 
   void index_functions() {
     functions_.reserve(static_cast<size_t>(model_.functions_size()));
-    for (int i = 0; i < model_.functions_size(); ++i) {
-      const ox::FunctionProto& fn = model_.functions(i);
-      if (fn.name().empty()) fail("function #" + std::to_string(i) + " has no name");
+    for (const ox::FunctionProto& fn : model_.functions()) {
+      if (fn.name().empty()) continue;  // no node can call it
       LocalFunction f;
       f.proto = &fn;
       const std::string overload = overload_of(fn.unknown_fields(), kFunctionOverloadField);
-      f.label = (normal_domain(fn.domain()).empty() ? "" : fn.domain() + ".") + fn.name() +
+      const std::string domain = canonical_domain(fn.domain());
+      f.label = (domain.empty() ? "" : domain + ".") + fn.name() +
                 (overload.empty() ? "" : ":" + overload);
-      for (const std::string& bytes :
-           unknown_strings(fn.unknown_fields(), kFunctionAttributeProtoField)) {
-        ox::AttributeProto a;
-        if (!a.ParseFromString(bytes) || a.name().empty()) {
-          fail("function '" + f.label + "': an attribute default does not parse");
-        }
-        f.defaults[a.name()] = std::move(a);
-      }
-      check_body(f);
-      const std::string key = function_key(fn.domain(), fn.name(), overload);
-      if (!index_.emplace(key, functions_.size()).second) {
+      if (!index_.emplace(function_key(domain, fn.name(), overload), functions_.size()).second) {
         fail("function '" + f.label + "' is defined twice");
       }
       functions_.push_back(std::move(f));
     }
-  }
-
-  // Checks the body's names and lists what a call prefixes.
-  void check_body(LocalFunction& f) {
-    const ox::FunctionProto& fn = *f.proto;
-    std::unordered_set<std::string> inputs(fn.input().begin(), fn.input().end());
-    std::unordered_set<std::string> produced;
-    for (const ox::NodeProto& node : fn.node()) {
-      for (const std::string& out : node.output()) {
-        if (out.empty()) continue;
-        if (inputs.count(out) > 0 || !produced.insert(out).second) {
-          fail("function '" + f.label + "': '" + out +
-               "' is defined twice (an input, or the output of two nodes)");
-        }
-      }
-    }
-    for (const std::string& out : fn.output()) {
-      if (produced.count(out) == 0) {
-        fail("function '" + f.label + "': output '" + out + "' is produced by no node of its body");
-      }
-    }
-    f.local_names.assign(produced.begin(), produced.end());
-    for (const ox::NodeProto& node : fn.node()) add_subgraph_names(node, f.local_names);
-  }
-
-  static void add_subgraph_names(const ox::NodeProto& node, std::vector<std::string>& names) {
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) add_graph_names(a.g(), names);
-      for (const auto& sub : a.graphs()) add_graph_names(sub, names);
-    }
-  }
-  static void add_graph_names(const ox::GraphProto& g, std::vector<std::string>& names) {
-    for (const auto& in : g.input()) names.push_back(in.name());
-    for (const auto& t : g.initializer()) names.push_back(t.name());
-    for (const auto& s : g.sparse_initializer()) names.push_back(s.values().name());
-    for (const ox::NodeProto& node : g.node()) {
-      for (const std::string& out : node.output()) {
-        if (!out.empty()) names.push_back(out);
-      }
-      add_subgraph_names(node, names);
-    }
-  }
-
-  // Every name the model defines, so that the names calls make do not collide with them.
-  void collect_names(const ox::GraphProto& g) {
-    std::vector<std::string> names;
-    add_graph_names(g, names);
-    taken_.insert(names.begin(), names.end());
   }
 
   LocalFunction* callee(const ox::NodeProto& node) {
@@ -190,28 +162,78 @@ class Inliner {
     return it == index_.end() ? nullptr : &functions_[it->second];
   }
 
+  // Every name `g` defines, in its nodes' subgraphs too.
+  template <typename Names>
+  static void add_graph_names(const ox::GraphProto& g, Names& names) {
+    visit_defined_names(g, [&](const std::string& name) { names.insert(names.end(), name); });
+    for (const ox::NodeProto& node : g.node()) add_subgraph_names(node, names);
+  }
+  template <typename Names>
+  static void add_subgraph_names(const ox::NodeProto& node, Names& names) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) add_graph_names(a.g(), names);
+      for (const auto& sub : a.graphs()) add_graph_names(sub, names);
+    }
+  }
+
+  // Reads the body of `f` and its attribute defaults, once.
+  void read_body(LocalFunction& f) {
+    const ox::FunctionProto& fn = *f.proto;
+    for (const std::string& bytes :
+         unknown_strings(fn.unknown_fields(), kFunctionAttributeProtoField)) {
+      ox::AttributeProto a;
+      if (!a.ParseFromString(bytes) || a.name().empty()) {
+        fail("function '" + f.label + "': an attribute default does not parse");
+      }
+      f.defaults[a.name()] = std::move(a);
+    }
+    std::unordered_set<std::string> inputs(fn.input().begin(), fn.input().end());
+    for (const ox::NodeProto& node : fn.node()) {
+      for (const std::string& out : node.output()) {
+        if (out.empty()) continue;
+        if (inputs.count(out) > 0 || !f.body_names.insert(out).second) {
+          fail("function '" + f.label + "': '" + out +
+               "' is defined twice (an input, or the output of two nodes)");
+        }
+      }
+    }
+    for (const std::string& out : fn.output()) {
+      if (f.body_names.count(out) == 0) {
+        fail("function '" + f.label + "': output '" + out +
+             "' is produced by no node of its body (an input passed through needs an Identity)");
+      }
+    }
+    f.all_names.assign(f.body_names.begin(), f.body_names.end());
+    for (const ox::NodeProto& node : fn.node()) add_subgraph_names(node, f.all_names);
+  }
+
   // The nodes `node` stands for once every call in it is inlined, its subgraphs' nodes included
-  // (as a double: a deep chain of calls overflows any integer). Fails for a function that calls
-  // itself.
-  double expanded_size(const ox::NodeProto& node) {
-    double size = 0;
+  // (a double: a deep tree of calls overflows any integer). Reads each function it reaches, once;
+  // fails for a function that calls itself and for calls nested deeper than kMaxCallDepth.
+  double expanded_size(const ox::NodeProto& node, int depth) {
+    double size = 1;
     if (LocalFunction* f = callee(node)) {
-      if (f->size_state == SizeState::kActive) fail("function '" + f->label + "' calls itself");
-      if (f->size_state == SizeState::kUnknown) {
-        f->size_state = SizeState::kActive;
-        for (const ox::NodeProto& inner : f->proto->node()) f->size += expanded_size(inner);
-        f->size_state = SizeState::kKnown;
+      if (f->checked == Checked::kActive) fail("function '" + f->label + "' calls itself");
+      if (f->checked == Checked::kNo) {
+        if (depth >= kMaxCallDepth) {
+          fail(fmt::format("function '{}': calls nest deeper than {} levels", f->label,
+                           kMaxCallDepth));
+        }
+        f->checked = Checked::kActive;
+        read_body(*f);
+        for (const ox::NodeProto& inner : f->proto->node()) {
+          f->size += expanded_size(inner, depth + 1);
+        }
+        f->checked = Checked::kYes;
       }
       size = f->size;
-    } else {
-      size = 1;
     }
     for (const auto& a : node.attribute()) {
       if (a.has_g()) {
-        for (const auto& n : a.g().node()) size += expanded_size(n);
+        for (const auto& n : a.g().node()) size += expanded_size(n, depth);
       }
       for (const auto& sub : a.graphs()) {
-        for (const auto& n : sub.node()) size += expanded_size(n);
+        for (const auto& n : sub.node()) size += expanded_size(n, depth);
       }
     }
     return size;
@@ -241,61 +263,55 @@ class Inliner {
     }
   }
 
-  std::string call_label(const ox::NodeProto& call) const {
-    return "node '" + call.name() + "' (" + call.op_type() + ")";
-  }
-
   // A prefix "<base>/" (or "<base>_<n>/") under which none of the names the call makes exists.
   std::string unique_prefix(const std::string& base, const LocalFunction& f) {
-    for (int n = 0;; ++n) {
+    for (int& n = next_suffix_[base];; ++n) {
       std::string prefix = (n == 0 ? base : base + "_" + std::to_string(n)) + "/";
-      bool free = true;
-      for (const std::string& name : f.local_names) {
-        if (taken_.count(prefix + name) > 0) {
-          free = false;
-          break;
-        }
-      }
+      const bool free =
+          std::none_of(f.all_names.begin(), f.all_names.end(),
+                       [&](const std::string& name) { return taken_.count(prefix + name) > 0; });
       if (!free) continue;
-      for (const std::string& name : f.local_names) taken_.insert(prefix + name);
+      for (const std::string& name : f.all_names) taken_.insert(prefix + name);
+      ++n;
       return prefix;
     }
   }
 
-  // The domains the function's body uses join the model's opset imports at the function's
-  // versions; a version that differs from the model's is an error.
+  // The domains the body's nodes use join the model's opset imports at the function's versions;
+  // a version that differs from the one already imported is an error.
   void merge_opsets(LocalFunction& f) {
-    if (f.opsets_checked) return;
-    f.opsets_checked = true;
+    if (f.opsets_merged) return;
+    f.opsets_merged = true;
     std::map<std::string, int64_t> imports;
-    for (const auto& o : f.proto->opset_import()) imports[normal_domain(o.domain())] = o.version();
+    for (const auto& o : f.proto->opset_import()) {
+      imports[canonical_domain(o.domain())] = o.version();
+    }
     std::set<std::string> used;
     for (const ox::NodeProto& node : f.proto->node()) add_domains(node, used);
     for (const std::string& domain : used) {
       auto fi = imports.find(domain);
-      auto mi = model_opsets_.find(domain);
+      auto known = opsets_.find(domain);
       const std::string shown = domain.empty() ? "the default domain" : "domain '" + domain + "'";
       if (fi == imports.end()) {
-        if (mi != model_opsets_.end()) continue;  // read at the model's version
+        if (known != opsets_.end()) continue;  // read at the version already imported
         fail("function '" + f.label + "' uses " + shown + " and imports no opset of it");
       }
-      if (mi == model_opsets_.end()) {
+      if (known == opsets_.end()) {
         auto* o = model_.add_opset_import();
         o->set_domain(domain);
         o->set_version(fi->second);
-        model_opsets_.emplace(domain, fi->second);
-      } else if (mi->second != fi->second) {
+        opsets_.emplace(domain, OpsetSource{fi->second, "function '" + f.label + "'"});
+      } else if (known->second.version != fi->second) {
         fail(fmt::format(
-            "function '{}' imports opset {} of {}, the model opset {}: dplace reads each domain "
-            "at one version (onnx.version_converter can bring the model to one)",
-            f.label, fi->second, shown, mi->second));
+            "function '{}' imports opset {} of {}, {} opset {}: dplace reads each domain at one "
+            "version",
+            f.label, fi->second, shown, known->second.source, known->second.version));
       }
     }
   }
-  // The domains of the nodes a body runs, in subgraphs too; calls of local functions are not
-  // nodes that run.
+  // The domains of the nodes a body runs, in subgraphs too; calls of local functions do not run.
   void add_domains(const ox::NodeProto& node, std::set<std::string>& domains) {
-    if (callee(node) == nullptr) domains.insert(normal_domain(node.domain()));
+    if (callee(node) == nullptr) domains.insert(canonical_domain(node.domain()));
     for (const auto& a : node.attribute()) {
       if (a.has_g()) {
         for (const auto& n : a.g().node()) add_domains(n, domains);
@@ -306,42 +322,47 @@ class Inliner {
     }
   }
 
-  // Appends the body of `f`, specialised for `call`, to `out`.
+  // What a specialised body reads its names and attributes from.
+  struct Binding {
+    const LocalFunction* function = nullptr;
+    std::string prefix;
+    std::unordered_map<std::string, const ox::AttributeProto*> actuals;  // the call's attributes
+    std::vector<const Scope*> scopes;  // the body's, then its subgraphs' (innermost last)
+  };
+
+  // Appends the body of `f`, specialised for `call`, to `out`. REQUIRES: expanded_size read `f`.
   void expand(const ox::NodeProto& call, LocalFunction& f, pb::RepeatedPtrField<ox::NodeProto>& out,
               std::vector<NodeOrigin>* origins) {
     const ox::FunctionProto& fn = *f.proto;
     if (call.input_size() > fn.input_size() || call.output_size() > fn.output_size()) {
       fail(fmt::format("{}: {} inputs and {} outputs for function '{}', which takes {} and {}",
-                       call_label(call), call.input_size(), call.output_size(), f.label,
+                       node_label(call), call.input_size(), call.output_size(), f.label,
                        fn.input_size(), fn.output_size()));
     }
     merge_opsets(f);
-    ++calls_;
-    const std::string base =
-        call.name().empty() ? fn.name() + "_" + std::to_string(unnamed_calls_++) : call.name();
-    const std::string prefix = unique_prefix(base, f);
-
+    Binding b;
+    b.function = &f;
+    b.prefix = unique_prefix(
+        call.name().empty() ? fn.name() + "_" + std::to_string(unnamed_++) : call.name(), f);
     Scope scope;
     for (int i = 0; i < fn.input_size(); ++i) {
       scope[fn.input(i)] = i < call.input_size() ? call.input(i) : std::string();
     }
-    for (const std::string& name : f.local_names) scope.emplace(name, prefix + name);
-    for (int i = 0; i < fn.output_size(); ++i) {
-      if (i < call.output_size() && !call.output(i).empty()) scope[fn.output(i)] = call.output(i);
+    for (const std::string& name : f.body_names) scope[name] = b.prefix + name;
+    for (int i = 0; i < fn.output_size() && i < call.output_size(); ++i) {
+      if (!call.output(i).empty()) scope[fn.output(i)] = call.output(i);
     }
-    std::unordered_map<std::string, const ox::AttributeProto*> actuals;
-    for (const auto& a : call.attribute()) actuals[a.name()] = &a;
-
-    std::vector<const Scope*> scopes{&scope};
+    for (const auto& a : call.attribute()) b.actuals[a.name()] = &a;
+    b.scopes.push_back(&scope);
     for (int k = 0; k < fn.node_size(); ++k) {
       ox::NodeProto node = fn.node(k);
       const std::string& inner = node.name();
-      node.set_name(prefix + (inner.empty() ? node.op_type() + "_" + std::to_string(k) : inner));
-      for (std::string& in : *node.mutable_input()) rename_read(in, scopes, f, node.name());
-      for (std::string& out : *node.mutable_output()) {
-        if (!out.empty()) out = scope.at(out);
+      node.set_name(b.prefix + (inner.empty() ? node.op_type() + "_" + std::to_string(k) : inner));
+      for (std::string& in : *node.mutable_input()) rename_read(in, b, node_label(node));
+      for (std::string& o : *node.mutable_output()) {
+        if (!o.empty()) o = scope.at(o);
       }
-      bind_attributes(node, f, actuals, scopes, prefix);
+      bind_attributes(node, b);
       if (LocalFunction* nested = callee(node)) {
         expand(node, *nested, out, origins);
         continue;
@@ -352,33 +373,34 @@ class Inliner {
     }
   }
 
-  // Renames a name a body node reads through the scopes, innermost first.
-  // `reader` names the node (or subgraph output) that reads it, for the error.
-  void rename_read(std::string& name, const std::vector<const Scope*>& scopes,
-                   const LocalFunction& f, const std::string& reader) const {
+  // Renames a name read in a body through the binding's scopes, innermost first. `reader` says
+  // who reads it, for the error.
+  void rename_read(std::string& name, const Binding& b, const std::string& reader) const {
     if (name.empty()) return;
-    for (auto s = scopes.rbegin(); s != scopes.rend(); ++s) {
+    for (auto s = b.scopes.rbegin(); s != b.scopes.rend(); ++s) {
       if (auto it = (*s)->find(name); it != (*s)->end()) {
         name = it->second;
         return;
       }
     }
-    fail("function '" + f.label + "': '" + reader + "' reads '" + name +
+    fail("function '" + b.function->label + "': " + reader + " reads '" + name +
          "', which is neither an input of the function nor defined in its body");
   }
 
-  // Resolves references to the function's attributes, and renames the subgraphs of `node`.
-  void bind_attributes(ox::NodeProto& node, const LocalFunction& f,
-                       const std::unordered_map<std::string, const ox::AttributeProto*>& actuals,
-                       std::vector<const Scope*>& scopes, const std::string& prefix) {
+  // Resolves references to the function's attributes, and specialises the subgraphs of `node`.
+  // A graph the call passes as an attribute's value reads the caller's names, and stays as it is.
+  void bind_attributes(ox::NodeProto& node, Binding& b) {
     auto& attributes = *node.mutable_attribute();
     for (int i = 0; i < attributes.size();) {
       ox::AttributeProto& a = *attributes.Mutable(i);
+      bool from_call = false;
       if (!a.ref_attr_name().empty()) {
         const ox::AttributeProto* value = nullptr;
-        if (auto it = actuals.find(a.ref_attr_name()); it != actuals.end()) {
+        if (auto it = b.actuals.find(a.ref_attr_name()); it != b.actuals.end()) {
           value = it->second;
-        } else if (auto d = f.defaults.find(a.ref_attr_name()); d != f.defaults.end()) {
+          from_call = true;
+        } else if (auto d = b.function->defaults.find(a.ref_attr_name());
+                   d != b.function->defaults.end()) {
           value = &d->second;
         }
         if (value == nullptr) {
@@ -389,64 +411,65 @@ class Inliner {
         a = *value;
         a.set_name(name);
       }
-      if (a.has_g()) rename_graph(*a.mutable_g(), f, actuals, scopes, prefix);
-      for (auto& sub : *a.mutable_graphs()) rename_graph(sub, f, actuals, scopes, prefix);
+      if (!from_call) {
+        if (a.has_g()) rename_graph(*a.mutable_g(), b);
+        for (auto& sub : *a.mutable_graphs()) rename_graph(sub, b);
+      }
       ++i;
     }
   }
 
   // Specialises a subgraph of a body node: the names it defines take the call's prefix, the names
   // it reads from the body are renamed as the body's are.
-  void rename_graph(ox::GraphProto& g, const LocalFunction& f,
-                    const std::unordered_map<std::string, const ox::AttributeProto*>& actuals,
-                    std::vector<const Scope*>& scopes, const std::string& prefix) {
+  void rename_graph(ox::GraphProto& g, Binding& b) {
     Scope local;
-    auto define = [&](std::string& name) {
-      if (name.empty()) return;
-      std::string renamed = prefix + name;
-      local[name] = renamed;
-      name = std::move(renamed);
-    };
-    for (auto& in : *g.mutable_input()) define(*in.mutable_name());
-    for (auto& t : *g.mutable_initializer()) define(*t.mutable_name());
-    for (auto& s : *g.mutable_sparse_initializer()) define(*s.mutable_values()->mutable_name());
-    for (auto& node : *g.mutable_node()) {
-      for (std::string& out : *node.mutable_output()) define(out);
+    visit_defined_names(g, [&](const std::string& name) { local[name] = b.prefix + name; });
+    b.scopes.push_back(&local);
+    const std::string graph = "subgraph '" + g.name() + "'";
+    for (auto& in : *g.mutable_input()) rename_read(*in.mutable_name(), b, graph);
+    for (auto& t : *g.mutable_initializer()) rename_read(*t.mutable_name(), b, graph);
+    for (auto& s : *g.mutable_sparse_initializer()) {
+      rename_read(*s.mutable_values()->mutable_name(), b, graph);
     }
-    scopes.push_back(&local);
     for (auto& node : *g.mutable_node()) {
-      if (!node.name().empty()) node.set_name(prefix + node.name());
-      for (std::string& in : *node.mutable_input()) rename_read(in, scopes, f, node.name());
-      bind_attributes(node, f, actuals, scopes, prefix);
+      const std::string reader = node_label(node) + " of " + graph;
+      if (!node.name().empty()) node.set_name(b.prefix + node.name());
+      for (std::string& in : *node.mutable_input()) rename_read(in, b, reader);
+      for (std::string& o : *node.mutable_output()) rename_read(o, b, reader);
+      bind_attributes(node, b);
     }
     for (auto& out : *g.mutable_output()) {
-      rename_read(*out.mutable_name(), scopes, f, "output of subgraph '" + g.name() + "'");
+      rename_read(*out.mutable_name(), b, "the output of " + graph);
     }
     for (auto& info : *g.mutable_value_info()) {
-      for (auto s = scopes.rbegin(); s != scopes.rend(); ++s) {
+      for (auto s = b.scopes.rbegin(); s != b.scopes.rend(); ++s) {
         if (auto it = (*s)->find(info.name()); it != (*s)->end()) {
           info.set_name(it->second);
           break;
         }
       }
     }
-    scopes.pop_back();
+    b.scopes.pop_back();
   }
 
   ox::ModelProto& model_;
   std::string path_;
   std::vector<LocalFunction> functions_;
-  std::unordered_map<std::string, size_t> index_;  // function_key -> functions_
-  std::map<std::string, int64_t> model_opsets_;
-  std::unordered_set<std::string> taken_;
-  int calls_ = 0;
-  int unnamed_calls_ = 0;
+  std::unordered_map<std::string, size_t> index_;     // function_key -> functions_
+  std::map<std::string, OpsetSource> opsets_;         // domain -> the version read
+  std::unordered_set<std::string> taken_;             // every name of the model, and those made
+  std::unordered_map<std::string, int> next_suffix_;  // unique_prefix's next try per base
+  int unnamed_ = 0;                                   // unnamed calls so far
 };
 
 }  // namespace
 
-InlinedFunctions inline_local_functions(ox::ModelProto& model, const std::string& path) {
-  if (model.functions_size() == 0) return {};
+std::vector<NodeOrigin> inline_local_functions(ox::ModelProto& model, const std::string& path) {
+  if (model.functions_size() == 0) {
+    std::vector<NodeOrigin> origins;
+    for (int i = 0; i < model.graph().node_size(); ++i) origins.push_back({i, ""});
+    return origins;
+  }
   return Inliner(model, path).run();
 }
 

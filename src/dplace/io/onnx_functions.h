@@ -13,7 +13,7 @@
 //   - an attribute that refers to one of the function's (ref_attr_name) takes the call's value,
 //     else the function's default (FunctionProto.attribute_proto, IR 9), else is dropped;
 //   - calls inside bodies and inside subgraphs (If/Loop/Scan) are inlined too, recursively;
-//   - the functions' opset imports join the model's.
+//   - the domains the bodies use join the model's opset imports, at the functions' versions.
 // This libonnx (1.12) predates the IR 9-10 fields (attribute defaults, overloads); they are read
 // from the messages' unknown fields.
 #pragma once
@@ -32,18 +32,15 @@ struct NodeOrigin {
                          // domain left out when empty), ":<overload>" added when it has one
 };
 
-struct InlinedFunctions {
-  int calls = 0;                    // call nodes replaced, nested ones included
-  std::vector<NodeOrigin> origins;  // one per node of the main graph; empty when nothing was called
-};
-
 // Inlines every call of a model-local function in `model`, clears model.functions, and returns
-// what it did. Throws FormatError, prefixed "<path>: ", for a function without a name, two
-// functions of one key, a body that defines a name twice or reads one it does not define, a
-// function output no body node produces, a call with more inputs or outputs than its function
-// takes, a function that calls itself (directly or not), a domain a function imports at another
-// version than the model, and calls that would expand to more than two million nodes.
-InlinedFunctions inline_local_functions(::ONNX_NAMESPACE::ModelProto& model,
-                                        const std::string& path);
+// one NodeOrigin per node of the resulting main graph. A function no node calls is not read.
+// Throws FormatError, prefixed "<path>: ", for two functions of one key; for a function that is
+// called and whose body defines a name twice or reads one it does not define, whose output no
+// body node produces, whose attribute default does not parse, that calls itself (directly or
+// not), or whose body uses a domain at another version than the model (or an earlier function)
+// imports; for a call with more inputs or outputs than its function takes; for calls nested more
+// than 64 deep; and for calls that would expand to more than two million nodes.
+std::vector<NodeOrigin> inline_local_functions(::ONNX_NAMESPACE::ModelProto& model,
+                                               const std::string& path);
 
 }  // namespace dplace::onnx_detail

@@ -116,8 +116,9 @@ class MappedFile {
 
 // Copies a serialized ModelProto, leaving out the payload of every tensor whose data fields
 // together exceed kMaxKeptPayloadBytes: initializers, sparse initializers and tensor-valued node
-// attributes (Constant values), in the main graph and in subgraphs. Walks the protobuf wire format
-// directly (field numbers from onnx.proto: ModelProto.graph 7; GraphProto.node 1, initializer 5,
+// attributes (Constant values), in the main graph, in model-local functions' bodies and in
+// subgraphs. Walks the protobuf wire format directly (field numbers from onnx.proto:
+// ModelProto.graph 7, functions 25; FunctionProto.node 7; GraphProto.node 1, initializer 5,
 // sparse_initializer 15; NodeProto.attribute 5; AttributeProto.t 5, g 6, graphs 10, tensors 11,
 // sparse_tensor 22, sparse_tensors 23; SparseTensorProto.values 1, indices 2; TensorProto data
 // fields 4-7 and 9-11), so skipped payloads are never touched. Throws FormatError for malformed
@@ -133,7 +134,7 @@ class WireFilter {
   }
 
  private:
-  enum class Level { kModel, kGraph, kNode, kAttribute, kSparseTensor, kTensor };
+  enum class Level { kModel, kGraph, kFunction, kNode, kAttribute, kSparseTensor, kTensor };
   static constexpr int kMaxDepth = 64;  // nested subgraphs
 
   // The message type of field `number` inside a `parent` message, when it is one to filter.
@@ -141,6 +142,10 @@ class WireFilter {
     switch (parent) {
       case Level::kModel:
         if (number == 7) return Level::kGraph;
+        if (number == 25) return Level::kFunction;
+        break;
+      case Level::kFunction:
+        if (number == 7) return Level::kNode;
         break;
       case Level::kGraph:
         if (number == 1) return Level::kNode;
@@ -1262,7 +1267,7 @@ CostEstimate estimate_cost(const CostInputs& c) {
     cost.has_formula = true;
     return cost;
   }
-  if (op == "Attention" && (c.node.domain().empty() || c.node.domain() == "ai.onnx")) {
+  if (op == "Attention" && canonical_domain(c.node.domain()).empty()) {
     // Opset 23: Q K^T and the weighted sum of V over every (batch, head, query, key) score, plus
     // scaling and softmax (6 flops a score) and the mask (1) when there is one.
     const auto& q = in(0);
@@ -1514,8 +1519,12 @@ class OnnxImporter {
     }
     return t.bytes();
   }
+  // "node '<name>' (<OpType>)"; an unnamed node by its place in the file (nodes of inlined function
+  // bodies all have names).
   std::string node_label(const ox::NodeProto& node, int index) const {
-    std::string name = node.name().empty() ? "#" + std::to_string(index) : node.name();
+    std::string name = node.name().empty()
+                           ? "#" + std::to_string(origins_[static_cast<size_t>(index)].file_index)
+                           : node.name();
     return "node '" + name + "' (" + node.op_type() + ")";
   }
 
@@ -1547,12 +1556,7 @@ class OnnxImporter {
       ort_numbers[static_cast<size_t>(i)] = i - constants;
       if (g.node(i).op_type() == "Constant") ++constants;
     }
-    InlinedFunctions inlined = inline_local_functions(model_, path_);
-    if (inlined.origins.empty()) {
-      for (int i = 0; i < g.node_size(); ++i) origins_.push_back({i, ""});
-    } else {
-      origins_ = std::move(inlined.origins);
-    }
+    origins_ = inline_local_functions(model_, path_);
     ort_numbers_.reserve(origins_.size());
     for (const NodeOrigin& o : origins_) {
       ort_numbers_.push_back(o.file_index < 0 ? -1
@@ -1562,7 +1566,7 @@ class OnnxImporter {
 
   void read_opsets() {
     for (const auto& o : model_.opset_import()) {
-      std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+      std::string domain = canonical_domain(o.domain());
       opsets_[domain] = static_cast<int>(o.version());
     }
     if (opsets_.count("") == 0) {
@@ -1580,7 +1584,7 @@ class OnnxImporter {
   }
 
   int opset_of(const std::string& domain) const {
-    auto it = opsets_.find(domain == "ai.onnx" ? "" : domain);
+    auto it = opsets_.find(canonical_domain(domain));
     return it == opsets_.end() ? 1 : it->second;
   }
 
@@ -1677,7 +1681,7 @@ class OnnxImporter {
           }
         }
       }
-      std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+      std::string domain = canonical_domain(node.domain());
       if (opsets_.count(domain) == 0) {
         fail(node_label(node, i) + ": domain '" + domain +
              "' has no opset_import entry (truncated file?)");
@@ -1713,11 +1717,7 @@ class OnnxImporter {
   // Names a subgraph reads without defining them (recursively through nested subgraphs).
   static void collect_outer_refs(const ox::GraphProto& g, std::set<std::string>& refs) {
     std::unordered_set<std::string> defined;
-    for (const auto& in : g.input()) defined.insert(in.name());
-    for (const auto& t : g.initializer()) defined.insert(t.name());
-    for (const auto& n : g.node()) {
-      for (const auto& out : n.output()) defined.insert(out);
-    }
+    visit_defined_names(g, [&](const std::string& name) { defined.insert(name); });
     for (const auto& n : g.node()) {
       std::set<std::string> inner;
       for (const auto& in : n.input()) inner.insert(in);
@@ -1738,7 +1738,7 @@ class OnnxImporter {
   }
 
   static bool is_weight_slot(const ox::NodeProto& node, int slot) {
-    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const std::string domain = canonical_domain(node.domain());
     auto slots =
         weight_slots().find(domain.empty() ? node.op_type() : domain + ":" + node.op_type());
     return slots != weight_slots().end() &&
@@ -1907,7 +1907,7 @@ class OnnxImporter {
 
   NodeKind classify(const ox::NodeProto& node) const {
     const std::string& op = node.op_type();
-    bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    bool default_domain = canonical_domain(node.domain()).empty();
     if (has_graph_attribute(node)) return NodeKind::kRuntime;
     if (default_domain && (op == "Constant" || op == "Shape" || op == "Size")) {
       return NodeKind::kFolded;
@@ -2031,7 +2031,7 @@ class OnnxImporter {
   // inferred) and sets `error` to why inference failed, saying whose inference it was.
   std::vector<ox::TypeProto> infer(ox::NodeProto& node, std::string& error) {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
-    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    std::string domain = canonical_domain(node.domain());
     const std::vector<NodeInput> inputs = node_inputs(node);  // what dplace's rules read
     if (domain.empty()) {
       std::optional<RuleResult> newer = infer_newer_op(node, opset_of(""), inputs);
@@ -2123,7 +2123,7 @@ class OnnxImporter {
     }
     std::sort(params.begin(), params.end());
     params.erase(std::unique(params.begin(), params.end()), params.end());
-    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    std::string domain = canonical_domain(node.domain());
     if (domain.empty() && node.op_type() == "Constant" && node.output_size() == 1) {
       // A large Constant is a weight stored in the graph (some exporters do this).
       const ox::AttributeProto* value = find_attr(node, "value");
