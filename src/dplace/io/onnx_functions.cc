@@ -118,8 +118,8 @@ class Inliner {
     }
     if (nodes > kMaxInlinedNodes) {
       fail(
-          fmt::format("inlining the model's functions would make {:.3g} nodes, more than {} "
-                      "({} alone makes {:.3g})",
+          fmt::format("inlining the model's functions would take {:.3g} calls and nodes, more "
+                      "than {} ({} alone takes {:.3g})",
                       nodes, kMaxInlinedNodes, node_label(*largest_call), largest));
     }
     std::vector<NodeOrigin> origins;
@@ -148,6 +148,10 @@ class Inliner {
       const std::string domain = canonical_domain(fn.domain());
       f.label = (domain.empty() ? "" : domain + ".") + fn.name() +
                 (overload.empty() ? "" : ":" + overload);
+      if (!is_valid_utf8(f.label)) {  // it becomes extra.onnx_function, written as JSON
+        fail("function '" + escape_invalid_utf8(f.label) +
+             "': its domain, name or overload is not valid UTF-8");
+      }
       if (!index_.emplace(function_key(domain, fn.name(), overload), functions_.size()).second) {
         fail("function '" + f.label + "' is defined twice");
       }
@@ -187,7 +191,18 @@ class Inliner {
       }
       f.defaults[a.name()] = std::move(a);
     }
-    std::unordered_set<std::string> inputs(fn.input().begin(), fn.input().end());
+    std::unordered_set<std::string> inputs;
+    for (const std::string& in : fn.input()) {
+      if (!inputs.insert(in).second) {
+        fail("function '" + f.label + "': input '" + in + "' is listed twice");
+      }
+    }
+    std::unordered_set<std::string> outputs;
+    for (const std::string& out : fn.output()) {
+      if (!outputs.insert(out).second) {
+        fail("function '" + f.label + "': output '" + out + "' is listed twice");
+      }
+    }
     for (const ox::NodeProto& node : fn.node()) {
       for (const std::string& out : node.output()) {
         if (out.empty()) continue;
@@ -207,11 +222,12 @@ class Inliner {
     for (const ox::NodeProto& node : fn.node()) add_subgraph_names(node, f.all_names);
   }
 
-  // The nodes `node` stands for once every call in it is inlined, its subgraphs' nodes included
-  // (a double: a deep tree of calls overflows any integer). Reads each function it reaches, once;
-  // fails for a function that calls itself and for calls nested deeper than kMaxCallDepth.
+  // The nodes `node` stands for once every call in it is inlined, its subgraphs' nodes included,
+  // and the calls themselves (a double: a deep tree of calls overflows any integer). Reads each
+  // function it reaches, once; fails for a function that calls itself and for calls nested deeper
+  // than kMaxCallDepth.
   double expanded_size(const ox::NodeProto& node, int depth) {
-    double size = 1;
+    double size = 1;  // the node, or the call: a call of an empty body is work too
     if (LocalFunction* f = callee(node)) {
       if (f->checked == Checked::kActive) fail("function '" + f->label + "' calls itself");
       if (f->checked == Checked::kNo) {
@@ -226,7 +242,7 @@ class Inliner {
         }
         f->checked = Checked::kYes;
       }
-      size = f->size;
+      size = 1 + f->size;
     }
     for (const auto& a : node.attribute()) {
       if (a.has_g()) {
@@ -410,6 +426,7 @@ class Inliner {
         const std::string name = a.name();
         a = *value;
         a.set_name(name);
+        charge_copied_graphs(a);
       }
       if (!from_call) {
         if (a.has_g()) rename_graph(*a.mutable_g(), b);
@@ -417,6 +434,31 @@ class Inliner {
       }
       ++i;
     }
+  }
+
+  // Counts the nodes of the graphs an attribute value copied from the call or a default holds:
+  // expanded_size counts each such graph once, a body may refer to it from many nodes.
+  void charge_copied_graphs(const ox::AttributeProto& a) {
+    double nodes = 0;
+    if (a.has_g()) nodes += count_nodes(a.g());
+    for (const auto& sub : a.graphs()) nodes += count_nodes(sub);
+    copied_nodes_ += nodes;
+    if (copied_nodes_ > kMaxInlinedNodes) {
+      fail(
+          fmt::format("inlining the model's functions copies more than {} nodes of graphs that "
+                      "calls pass as attribute values",
+                      kMaxInlinedNodes));
+    }
+  }
+  static double count_nodes(const ox::GraphProto& g) {
+    double nodes = g.node_size();
+    for (const ox::NodeProto& node : g.node()) {
+      for (const auto& a : node.attribute()) {
+        if (a.has_g()) nodes += count_nodes(a.g());
+        for (const auto& sub : a.graphs()) nodes += count_nodes(sub);
+      }
+    }
+    return nodes;
   }
 
   // Specialises a subgraph of a body node: the names it defines take the call's prefix, the names
@@ -460,6 +502,7 @@ class Inliner {
   std::unordered_set<std::string> taken_;             // every name of the model, and those made
   std::unordered_map<std::string, int> next_suffix_;  // unique_prefix's next try per base
   int unnamed_ = 0;                                   // unnamed calls so far
+  double copied_nodes_ = 0;                           // charge_copied_graphs\' count
 };
 
 }  // namespace

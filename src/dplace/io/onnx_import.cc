@@ -1557,6 +1557,7 @@ class OnnxImporter {
       if (g.node(i).op_type() == "Constant") ++constants;
     }
     origins_ = inline_local_functions(model_, path_);
+    if (g.node_size() == 0) fail("the graph has no nodes once its functions' calls are inlined");
     ort_numbers_.reserve(origins_.size());
     for (const NodeOrigin& o : origins_) {
       ort_numbers_.push_back(o.file_index < 0 ? -1

@@ -1629,8 +1629,61 @@ TEST(OnnxImportTest, MalformedFunctionsAreFormatErrors) {
               m.call("deep", "F0", {"y"}, {"z"}, "root");
               m.output("z");
             }),
-      "inlining the model's functions would make 4.19e+06 nodes, more than 2000000 (node "
-      "'root' (F0) alone makes 4.19e+06)");
+      "inlining the model's functions would take 8.39e+06 calls and nodes, more than "
+      "2000000 (node 'root' (F0) alone takes 8.39e+06)");
+  // Calls of functions with empty bodies are work too: 2^60 of them make no node.
+  expect_error(error("fn_empty_bodies.onnx",
+                     [](ModelBuilder& m) {
+                       m.function("empty", "E0", {}, {});
+                       for (int level = 1; level <= 60; ++level) {
+                         ox::FunctionProto& f =
+                             m.function("empty", "E" + std::to_string(level), {}, {});
+                         const std::string callee = "E" + std::to_string(level - 1);
+                         ModelBuilder::body_node(f, callee, {}, {}).set_domain("empty");
+                         ModelBuilder::body_node(f, callee, {}, {}).set_domain("empty");
+                       }
+                       m.call("empty", "E60", {}, {}, "root");
+                     }),
+               "calls and nodes, more than 2000000 (node 'root' (E60) alone takes 2.31e+18)");
+  expect_error(error("fn_input_twice.onnx",
+                     [](ModelBuilder& m) { m.proto().mutable_functions(0)->set_input(1, "in"); }),
+               "function 'mod.Linear': input 'in' is listed twice");
+  expect_error(error("fn_utf8.onnx",
+                     [](ModelBuilder& m) {
+                       m.proto().mutable_functions(0)->set_name("Lin\xff");
+                       m.proto().mutable_graph()->mutable_node(0)->set_op_type("Lin\xff");
+                     }),
+               "function 'mod.Lin\\xff': its domain, name or overload is not valid UTF-8");
+  // A graph the call passes is copied into every body node that refers to it: 1,000 Ifs refer to
+  // a 1,001-node graph twice each.
+  expect_error(error("fn_graph_copies.onnx",
+                     [](ModelBuilder& m) {
+                       ox::FunctionProto& f = m.function("mod", "Many", {"c"}, {});
+                       f.add_attribute("g");
+                       for (int i = 0; i < 1000; ++i) {
+                         ox::NodeProto& n =
+                             ModelBuilder::body_node(f, "If", {"c"}, {"o" + std::to_string(i)});
+                         for (const char* branch : {"then_branch", "else_branch"}) {
+                           ox::AttributeProto* a = n.add_attribute();
+                           a->set_name(branch);
+                           a->set_type(ox::AttributeProto_AttributeType_GRAPH);
+                           a->set_ref_attr_name("g");
+                         }
+                       }
+                       m.input("c", {}, "", ox::TensorProto_DataType_BOOL);
+                       ox::AttributeProto* g =
+                           m.call("mod", "Many", {"c"}, {}, "many").add_attribute();
+                       g->set_name("g");
+                       g->set_type(ox::AttributeProto_AttributeType_GRAPH);
+                       for (int i = 0; i <= 1000; ++i) {
+                         ox::NodeProto* n = g->mutable_g()->add_node();
+                         n->set_op_type("Identity");
+                         n->add_input(i == 0 ? "x" : "v" + std::to_string(i - 1));
+                         n->add_output("v" + std::to_string(i));
+                       }
+                     }),
+               "inlining the model's functions copies more than 2000000 nodes of graphs that "
+               "calls pass as attribute values");
   // A chain of 100 functions, each calling the next once: too deep, whatever its size.
   expect_error(
       error("fn_deep.onnx",
@@ -1646,6 +1699,17 @@ TEST(OnnxImportTest, MalformedFunctionsAreFormatErrors) {
               m.output("z");
             }),
       "function 'chain.G64': calls nest deeper than 64 levels");
+}
+
+TEST(OnnxImportTest, AGraphWhoseCallsInlineToNothingIsAFormatError) {
+  ModelBuilder m(17);
+  m.input("x", {4});
+  m.function("mod", "Nothing", {"in"}, {});
+  m.call("mod", "Nothing", {"x"}, {}, "call");
+  m.output("x");
+  EXPECT_NE(error_of(m.save("function_nothing.onnx"))
+                .find("the graph has no nodes once its functions' calls are inlined"),
+            std::string::npos);
 }
 
 TEST(OnnxImportTest, FunctionsNoNodeCallsAreNotRead) {
