@@ -79,6 +79,18 @@ std::string node_label(const ox::NodeProto& node) {
 
 enum class Checked { kNo, kActive, kYes };
 
+// What inlining the calls in a node makes: the nodes it stands for, its subgraphs' included, and
+// the calls themselves (a double: a deep tree of calls overflows any integer); and how deep the
+// calls in it nest.
+struct Expansion {
+  double size = 0;
+  int depth = 0;
+  void add(const Expansion& e) {
+    size += e.size;
+    depth = std::max(depth, e.depth);
+  }
+};
+
 // A model-local function, indexed.
 struct LocalFunction {
   const ox::FunctionProto* proto = nullptr;
@@ -88,7 +100,7 @@ struct LocalFunction {
   std::unordered_map<std::string, ox::AttributeProto> defaults;
   std::set<std::string> body_names;    // the outputs of the body's own nodes
   std::vector<std::string> all_names;  // and those its subgraphs define: what a call prefixes
-  double size = 0;                     // the nodes a call of it expands to
+  Expansion body;                      // of its body's nodes
   bool opsets_merged = false;
 };
 
@@ -109,7 +121,7 @@ class Inliner {
     double largest = 0;
     const ox::NodeProto* largest_call = nullptr;
     for (const ox::NodeProto& node : main.node()) {
-      const double size = expanded_size(node, 0);
+      const double size = expansion(node, 0).size;
       nodes += size;
       if (callee(node) != nullptr && size > largest) {
         largest = size;
@@ -222,37 +234,37 @@ class Inliner {
     for (const ox::NodeProto& node : fn.node()) add_subgraph_names(node, f.all_names);
   }
 
-  // The nodes `node` stands for once every call in it is inlined, its subgraphs' nodes included,
-  // and the calls themselves (a double: a deep tree of calls overflows any integer). Reads each
-  // function it reaches, once; fails for a function that calls itself and for calls nested deeper
-  // than kMaxCallDepth.
-  double expanded_size(const ox::NodeProto& node, int depth) {
-    double size = 1;  // the node, or the call: a call of an empty body is work too
+  // The Expansion of `node`, `enclosing` calls deep. Reads each function it reaches, once; fails
+  // for a function that calls itself and for calls nested deeper than kMaxCallDepth, which bounds
+  // the recursion of expand as well as this one's.
+  Expansion expansion(const ox::NodeProto& node, int enclosing) {
+    Expansion e{1, 0};  // the node, or the call: a call of an empty body is work too
     if (LocalFunction* f = callee(node)) {
       if (f->checked == Checked::kActive) fail("function '" + f->label + "' calls itself");
       if (f->checked == Checked::kNo) {
-        if (depth >= kMaxCallDepth) {
-          fail(fmt::format("function '{}': calls nest deeper than {} levels", f->label,
-                           kMaxCallDepth));
-        }
+        if (enclosing >= kMaxCallDepth) fail_depth(*f);
         f->checked = Checked::kActive;
         read_body(*f);
         for (const ox::NodeProto& inner : f->proto->node()) {
-          f->size += expanded_size(inner, depth + 1);
+          f->body.add(expansion(inner, enclosing + 1));
         }
         f->checked = Checked::kYes;
       }
-      size = 1 + f->size;
+      if (enclosing + 1 + f->body.depth > kMaxCallDepth) fail_depth(*f);
+      e = {1 + f->body.size, 1 + f->body.depth};
     }
     for (const auto& a : node.attribute()) {
       if (a.has_g()) {
-        for (const auto& n : a.g().node()) size += expanded_size(n, depth);
+        for (const auto& n : a.g().node()) e.add(expansion(n, enclosing));
       }
       for (const auto& sub : a.graphs()) {
-        for (const auto& n : sub.node()) size += expanded_size(n, depth);
+        for (const auto& n : sub.node()) e.add(expansion(n, enclosing));
       }
     }
-    return size;
+    return e;
+  }
+  [[noreturn]] void fail_depth(const LocalFunction& f) const {
+    fail(fmt::format("function '{}': calls nest deeper than {} levels", f.label, kMaxCallDepth));
   }
 
   // Replaces the calls among g's nodes, and in their subgraphs, by the functions' bodies.
@@ -346,7 +358,7 @@ class Inliner {
     std::vector<const Scope*> scopes;  // the body's, then its subgraphs' (innermost last)
   };
 
-  // Appends the body of `f`, specialised for `call`, to `out`. REQUIRES: expanded_size read `f`.
+  // Appends the body of `f`, specialised for `call`, to `out`. REQUIRES: expansion() read `f`.
   void expand(const ox::NodeProto& call, LocalFunction& f, pb::RepeatedPtrField<ox::NodeProto>& out,
               std::vector<NodeOrigin>* origins) {
     const ox::FunctionProto& fn = *f.proto;
@@ -437,7 +449,7 @@ class Inliner {
   }
 
   // Counts the nodes of the graphs an attribute value copied from the call or a default holds:
-  // expanded_size counts each such graph once, a body may refer to it from many nodes.
+  // expansion() counts each such graph once, a body may refer to it from many nodes.
   void charge_copied_graphs(const ox::AttributeProto& a) {
     double nodes = 0;
     if (a.has_g()) nodes += count_nodes(a.g());

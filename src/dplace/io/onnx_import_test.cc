@@ -1701,6 +1701,31 @@ TEST(OnnxImportTest, MalformedFunctionsAreFormatErrors) {
       "function 'chain.G64': calls nest deeper than 64 levels");
 }
 
+TEST(OnnxImportTest, CallDepthCountsWhereAFunctionIsCalledFromNotOnlyWhereItIsFirstRead) {
+  // G0 -> G1 -> ... -> G49 -> Relu, first called from the graph (50 deep: fine); H0 -> ... -> H49
+  // -> G0 puts G's chain under H's, 100 deep.
+  ModelBuilder m(17);
+  m.input("x", {4});
+  for (const std::string& chain : std::vector<std::string>{"G", "H"}) {
+    for (int level = 0; level < 50; ++level) {
+      ox::FunctionProto& f = m.function("chain", chain + std::to_string(level), {"in"}, {"out"});
+      const bool last = level == 49;
+      const std::string op =
+          last ? (chain == "G" ? "Relu" : "G0") : chain + std::to_string(level + 1);
+      ModelBuilder::body_node(f, op, {"in"}, {"out"})
+          .set_domain(last && chain == "G" ? "" : "chain");
+    }
+  }
+  m.call("chain", "G0", {"x"}, {"g"}, "g");
+  m.output("g");
+  EXPECT_EQ(read_onnx_file(m.save("chain_g.onnx"), {}).graph.num_ops(), 2u);
+  m.call("chain", "H0", {"g"}, {"h"}, "h");
+  m.output("h");
+  EXPECT_NE(error_of(m.save("chain_gh.onnx"))
+                .find("function 'chain.G0': calls nest deeper than 64 levels"),
+            std::string::npos);
+}
+
 TEST(OnnxImportTest, AGraphWhoseCallsInlineToNothingIsAFormatError) {
   ModelBuilder m(17);
   m.input("x", {4});
