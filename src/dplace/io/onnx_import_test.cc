@@ -131,14 +131,34 @@ class ModelBuilder {
     for (float v : values) t->add_float_data(v);
     return *this;
   }
+  // A node of the graph, named after its first output unless `name` is given.
   ox::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
                       const std::vector<std::string>& outputs, const std::string& name = "") {
-    auto* n = model_.mutable_graph()->add_node();
-    n->set_op_type(op);
-    n->set_name(name.empty() ? outputs.at(0) : name);
-    for (const auto& i : inputs) n->add_input(i);
-    for (const auto& o : outputs) n->add_output(o);
-    return *n;
+    return fill(*model_.mutable_graph()->add_node(), op, inputs, outputs,
+                name.empty() ? outputs.at(0) : name);
+  }
+  // Gives `node` a graph attribute `name` (an If's branch, say) of one node of type `op` that reads
+  // `input` and writes the graph's float output `output`; returns that node.
+  static ox::NodeProto& branch(ox::NodeProto& node, const std::string& name, const std::string& op,
+                               const std::string& input, const std::string& output) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(ox::AttributeProto_AttributeType_GRAPH);
+    ox::GraphProto* g = a->mutable_g();
+    g->set_name(name);
+    auto* out = g->add_output();
+    out->set_name(output);
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(ox::TensorProto_DataType_FLOAT);
+    return fill(*g->add_node(), op, {input}, {output}, "");
+  }
+  static ox::NodeProto& fill(ox::NodeProto& n, const std::string& op,
+                             const std::vector<std::string>& inputs,
+                             const std::vector<std::string>& outputs, const std::string& name) {
+    n.set_op_type(op);
+    n.set_name(name);
+    for (const auto& i : inputs) n.add_input(i);
+    for (const auto& o : outputs) n.add_output(o);
+    return n;
   }
   static void attr(ox::NodeProto& n, const std::string& name, int64_t value) {
     auto* a = n.add_attribute();
@@ -186,12 +206,7 @@ class ModelBuilder {
                                   const std::vector<std::string>& inputs,
                                   const std::vector<std::string>& outputs,
                                   const std::string& name = "") {
-    auto* n = f.add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const auto& i : inputs) n->add_input(i);
-    for (const auto& o : outputs) n->add_output(o);
-    return *n;
+    return fill(*f.add_node(), op, inputs, outputs, name);
   }
   // A call of a model-local function.
   ox::NodeProto& call(const std::string& domain, const std::string& function,
@@ -1317,18 +1332,9 @@ TEST(OnnxImportTest, IfWithSubgraphsReadingOuterValuesIsOneOpAndAWarning) {
   m.input("x", {2, 3}).input("cond", {}, "", ox::TensorProto_DataType_BOOL);
   m.node("Relu", {"x"}, {"r"});
   auto& node = m.node("If", {"cond"}, {"y"});
-  for (const char* branch : {"then_branch", "else_branch"}) {
-    auto* a = node.add_attribute();
-    a->set_name(branch);
-    a->set_type(ox::AttributeProto_AttributeType_GRAPH);
-    ox::GraphProto* g = a->mutable_g();
-    g->set_name(branch);
-    auto* n = g->add_node();
-    n->set_op_type(std::string(branch) == "then_branch" ? "Neg" : "Abs");
-    n->add_input("r");  // a value of the outer graph
-    n->add_output(std::string(branch) + "_out");
-    g->add_output()->set_name(std::string(branch) + "_out");
-  }
+  // Both branches read r, a value of the outer graph.
+  ModelBuilder::branch(node, "then_branch", "Neg", "r", "then_branch_out");
+  ModelBuilder::branch(node, "else_branch", "Abs", "r", "else_branch_out");
   m.output("y");
   const LoadedGraph loaded = read_onnx_file(m.save("if.onnx"), {});
   const Op& y = op_named(loaded.graph, "y");
@@ -1434,6 +1440,22 @@ ox::AttributeProto ints_attribute(const std::string& name, const std::vector<int
   return a;
 }
 
+// Functions <name>0 ... <name><levels - 1> in `domain`, each of whose bodies calls the next
+// `fanout` times in a row; the last applies `leaf`, an op of `leaf_domain`, as many times.
+void add_call_chain(ModelBuilder& m, const std::string& domain, const std::string& name, int levels,
+                    int fanout, const std::string& leaf, const std::string& leaf_domain = "") {
+  for (int level = 0; level < levels; ++level) {
+    ox::FunctionProto& f = m.function(domain, name + std::to_string(level), {"in"}, {"out"});
+    const bool last = level == levels - 1;
+    for (int k = 0; k < fanout; ++k) {
+      const std::string in = k == 0 ? "in" : "t" + std::to_string(k - 1);
+      const std::string out = k == fanout - 1 ? "out" : "t" + std::to_string(k);
+      ModelBuilder::body_node(f, last ? leaf : name + std::to_string(level + 1), {in}, {out})
+          .set_domain(last ? leaf_domain : domain);
+    }
+  }
+}
+
 TEST(OnnxImportTest, FunctionAttributesComeFromTheCallElseTheDefaultElseAreDropped) {
   // Transpose's perm refers to the function's attribute "order". WithDefault has the default
   // [0, 1, 2]; Bare has none, so a call without "order" transposes by ONNX's default (reversed).
@@ -1502,20 +1524,8 @@ TEST(OnnxImportTest, NestedCallsOptionalIOAndSubgraphsAreInlined) {
   ModelBuilder::body_node(outer, "Inner", {"n"}, {"out"}, "inner").set_domain("mod");
   ox::FunctionProto& cond = m.function("mod", "Cond", {"flag", "in"}, {"out"});
   ox::NodeProto& branch = ModelBuilder::body_node(cond, "If", {"flag"}, {"out"}, "if");
-  for (const std::string& which : std::vector<std::string>{"then_branch", "else_branch"}) {
-    ox::AttributeProto* a = branch.add_attribute();
-    a->set_name(which);
-    a->set_type(ox::AttributeProto_AttributeType_GRAPH);
-    ox::GraphProto* body = a->mutable_g();
-    body->set_name(which);
-    ox::NodeProto* n = body->add_node();
-    n->set_op_type(which == "then_branch" ? "Identity" : "Sigmoid");
-    n->add_input("in");
-    n->add_output("v");
-    auto* out = body->add_output();
-    out->set_name("v");
-    out->mutable_type()->mutable_tensor_type()->set_elem_type(ox::TensorProto_DataType_FLOAT);
-  }
+  ModelBuilder::branch(branch, "then_branch", "Identity", "in", "v");
+  ModelBuilder::branch(branch, "else_branch", "Sigmoid", "in", "v");
   m.call("mod", "Outer", {"x"}, {"h"}, "block");
   m.call("mod", "Cond", {"c", "h"}, {"y"}, "gate");
   m.output("y");
@@ -1615,22 +1625,14 @@ TEST(OnnxImportTest, MalformedFunctionsAreFormatErrors) {
                      }),
                "function 'mod.Linear': an attribute default does not parse");
   // A tree of calls that doubles at each of 22 levels would make over four million nodes.
-  expect_error(
-      error("fn_explosion.onnx",
-            [](ModelBuilder& m) {
-              for (int level = 0; level < 22; ++level) {
-                ox::FunctionProto& f =
-                    m.function("deep", "F" + std::to_string(level), {"in"}, {"out"});
-                const bool last = level == 21;
-                const std::string op = last ? "Relu" : "F" + std::to_string(level + 1);
-                ModelBuilder::body_node(f, op, {"in"}, {"mid"}).set_domain(last ? "" : "deep");
-                ModelBuilder::body_node(f, op, {"mid"}, {"out"}).set_domain(last ? "" : "deep");
-              }
-              m.call("deep", "F0", {"y"}, {"z"}, "root");
-              m.output("z");
-            }),
-      "inlining the model's functions would take 8.39e+06 calls and nodes, more than "
-      "2000000 (node 'root' (F0) alone takes 8.39e+06)");
+  expect_error(error("fn_explosion.onnx",
+                     [](ModelBuilder& m) {
+                       add_call_chain(m, "deep", "F", 22, 2, "Relu");
+                       m.call("deep", "F0", {"y"}, {"z"}, "root");
+                       m.output("z");
+                     }),
+               "inlining the model's functions would take 8.39e+06 calls and nodes, more than "
+               "2000000 (node 'root' (F0) alone takes 8.39e+06)");
   // Calls of functions with empty bodies are work too: 2^60 of them make no node.
   expect_error(error("fn_empty_bodies.onnx",
                      [](ModelBuilder& m) {
@@ -1685,20 +1687,13 @@ TEST(OnnxImportTest, MalformedFunctionsAreFormatErrors) {
                "inlining the model's functions copies more than 2000000 nodes of graphs that "
                "calls pass as attribute values");
   // A chain of 100 functions, each calling the next once: too deep, whatever its size.
-  expect_error(
-      error("fn_deep.onnx",
-            [](ModelBuilder& m) {
-              for (int level = 0; level < 100; ++level) {
-                ox::FunctionProto& f =
-                    m.function("chain", "G" + std::to_string(level), {"in"}, {"out"});
-                const bool last = level == 99;
-                const std::string op = last ? "Relu" : "G" + std::to_string(level + 1);
-                ModelBuilder::body_node(f, op, {"in"}, {"out"}).set_domain(last ? "" : "chain");
-              }
-              m.call("chain", "G0", {"y"}, {"z"}, "root");
-              m.output("z");
-            }),
-      "function 'chain.G64': calls nest deeper than 64 levels");
+  expect_error(error("fn_deep.onnx",
+                     [](ModelBuilder& m) {
+                       add_call_chain(m, "chain", "G", 100, 1, "Relu");
+                       m.call("chain", "G0", {"y"}, {"z"}, "root");
+                       m.output("z");
+                     }),
+               "function 'chain.G64': calls nest deeper than 64 levels");
 }
 
 TEST(OnnxImportTest, CallDepthCountsWhereAFunctionIsCalledFromNotOnlyWhereItIsFirstRead) {
@@ -1706,16 +1701,8 @@ TEST(OnnxImportTest, CallDepthCountsWhereAFunctionIsCalledFromNotOnlyWhereItIsFi
   // -> G0 puts G's chain under H's, 100 deep.
   ModelBuilder m(17);
   m.input("x", {4});
-  for (const std::string& chain : std::vector<std::string>{"G", "H"}) {
-    for (int level = 0; level < 50; ++level) {
-      ox::FunctionProto& f = m.function("chain", chain + std::to_string(level), {"in"}, {"out"});
-      const bool last = level == 49;
-      const std::string op =
-          last ? (chain == "G" ? "Relu" : "G0") : chain + std::to_string(level + 1);
-      ModelBuilder::body_node(f, op, {"in"}, {"out"})
-          .set_domain(last && chain == "G" ? "" : "chain");
-    }
-  }
+  add_call_chain(m, "chain", "G", 50, 1, "Relu");
+  add_call_chain(m, "chain", "H", 50, 1, "G0", "chain");
   m.call("chain", "G0", {"x"}, {"g"}, "g");
   m.output("g");
   EXPECT_EQ(read_onnx_file(m.save("chain_g.onnx"), {}).graph.num_ops(), 2u);
@@ -1785,20 +1772,8 @@ TEST(OnnxImportTest, FunctionCallsPassGraphsOptionalInputsAndAttributesThrough) 
   m.node("Relu", {"x"}, {"r"}, "relu");
   m.node("Neg", {"x"}, {"n"}, "neg");
   ox::NodeProto& call = m.call("mod", "Pick", {"c"}, {"picked"}, "pick");
-  for (const std::string& which : std::vector<std::string>{"then_graph", "else_graph"}) {
-    ox::AttributeProto* a = call.add_attribute();
-    a->set_name(which);
-    a->set_type(ox::AttributeProto_AttributeType_GRAPH);
-    ox::GraphProto* body = a->mutable_g();
-    body->set_name(which);
-    ox::NodeProto* n = body->add_node();
-    n->set_op_type("Identity");
-    n->add_input(which == "then_graph" ? "r" : "n");
-    n->add_output("v");
-    auto* out = body->add_output();
-    out->set_name("v");
-    out->mutable_type()->mutable_tensor_type()->set_elem_type(ox::TensorProto_DataType_FLOAT);
-  }
+  ModelBuilder::branch(call, "then_graph", "Identity", "r", "v");
+  ModelBuilder::branch(call, "else_graph", "Identity", "n", "v");
   m.call("mod", "Clamp", {"picked", "lo"}, {"clamped"}, "clamp");
   ModelBuilder::attr(m.call("mod", "Outer", {"clamped"}, {"y"}, "outer"), "k", int64_t{2});
   m.output("y");
@@ -1829,26 +1804,8 @@ TEST(OnnxImportTest, CallsInsideSubgraphsUnnamedCallsAndNewDomainsAreInlined) {
   m.call("mod", "Act", {"x"}, {"a"}, "").set_name("");
   m.call("mod", "Act", {"a"}, {"b"}, "").set_name("");
   ox::NodeProto& branch = m.node("If", {"c"}, {"y"}, "if");
-  for (const std::string& which : std::vector<std::string>{"then_branch", "else_branch"}) {
-    ox::AttributeProto* a = branch.add_attribute();
-    a->set_name(which);
-    a->set_type(ox::AttributeProto_AttributeType_GRAPH);
-    ox::GraphProto* body = a->mutable_g();
-    body->set_name(which);
-    ox::NodeProto* n = body->add_node();
-    n->set_name(which + "_node");
-    if (which == "then_branch") {
-      n->set_op_type("Flip");
-      n->set_domain("mod");
-    } else {
-      n->set_op_type("Identity");
-    }
-    n->add_input("b");
-    n->add_output(which + "_v");
-    auto* out = body->add_output();
-    out->set_name(which + "_v");
-    out->mutable_type()->mutable_tensor_type()->set_elem_type(ox::TensorProto_DataType_FLOAT);
-  }
+  ModelBuilder::branch(branch, "then_branch", "Flip", "b", "then_v").set_domain("mod");
+  ModelBuilder::branch(branch, "else_branch", "Identity", "b", "else_v");
   m.output("y");
   const Graph g = read_onnx_file(m.save("function_subgraph.onnx"), {}).graph;
   EXPECT_EQ(op_named(g, "Act_0/gelu").type, "FastGelu");
