@@ -291,7 +291,12 @@ class WireFilter {
 // Why a runtime tensor's type is not usable, for error messages.
 std::string describe_unknown(const ox::TypeProto& type) {
   if (type.value_case() == ox::TypeProto::VALUE_NOT_SET) return "its type could not be inferred";
-  if (!type.has_tensor_type()) return "it is not a tensor (sequences and maps are not supported)";
+  if (type.has_sequence_type()) {
+    return "it is a sequence whose tensors dplace does not know (it reads the sequences that "
+           "SplitToSequence, SequenceConstruct, SequenceEmpty, SequenceInsert and SequenceErase "
+           "make)";
+  }
+  if (!type.has_tensor_type()) return "it is not a tensor (maps and optionals are not supported)";
   const auto& t = type.tensor_type();
   if (t.elem_type() == 0) return "its element type could not be inferred";
   if (!t.has_shape()) return "its shape could not be inferred";
@@ -1131,6 +1136,12 @@ const std::unordered_set<std::string>& data_movement_ops() {
                                                        "Unsqueeze",
                                                        "EyeLike",
                                                        "SequenceAt",
+                                                       "SplitToSequence",
+                                                       "SequenceConstruct",
+                                                       "SequenceEmpty",
+                                                       "SequenceInsert",
+                                                       "SequenceErase",
+                                                       "ConcatFromSequence",
                                                        "Upsample",
                                                        "Resize",
                                                        "CenterCropPad",
@@ -1401,8 +1412,10 @@ CostEstimate estimate_cost(const CostInputs& c) {
   }
   if (data_movement_ops().count(op) > 0) {
     cost.has_formula = true;
-    if (op == "Gather" || op == "GatherElements" || op == "GatherND" || op == "Slice") {
-      // Reads only the selected elements (an embedding lookup does not read the whole table).
+    if (op == "Gather" || op == "GatherElements" || op == "GatherND" || op == "Slice" ||
+        op == "SequenceAt") {
+      // Reads only the selected elements (an embedding lookup does not read the whole table, nor
+      // SequenceAt the whole sequence).
       double out_bytes = y ? static_cast<double>(y->bytes()) : 0;
       double index_bytes = op != "Slice" && in(1) ? static_cast<double>(in(1)->bytes()) : 0;
       cost.bytes_accessed = 2 * out_bytes + index_bytes;
@@ -1491,8 +1504,9 @@ class OnnxImporter {
   struct Value {
     ox::TypeProto type;
     bool runtime = false;
-    std::optional<TensorRef> tensor;  // runtime values
-    std::optional<Literal> literal;   // constants of known content
+    std::optional<TensorRef> tensor;       // runtime values
+    std::optional<Literal> literal;        // constants of known content
+    std::optional<SequenceInfo> sequence;  // sequences: their elements (infer_sequence_op)
     std::unique_ptr<ox::TensorProto> data;
     std::vector<uint32_t> params;  // constants: the parameters they derive from (sorted, unique)
   };
@@ -1521,6 +1535,15 @@ class OnnxImporter {
   }
   // "node '<name>' (<OpType>)"; an unnamed node by its place in the file (nodes of inlined function
   // bodies all have names).
+  // The bytes of a sequence's tensors together, checked as tensor_bytes checks one.
+  int64_t sequence_bytes(const SequenceInfo& s, const std::string& what) const {
+    int64_t total = 0;
+    for (size_t i = 0; i < s.elements.size(); ++i) {
+      const int64_t bytes = tensor_bytes(s.elements[i], what + ", tensor " + std::to_string(i));
+      if (__builtin_add_overflow(total, bytes, &total)) fail(what + ": its tensors overflow");
+    }
+    return tensor_bytes(TensorInfo{ox::TensorProto_DataType_UINT8, {total}}, what);
+  }
   std::string node_label(const ox::NodeProto& node, int index) const {
     std::string name = node.name().empty()
                            ? "#" + std::to_string(origins_[static_cast<size_t>(index)].file_index)
@@ -1913,6 +1936,10 @@ class OnnxImporter {
     if (default_domain && (op == "Constant" || op == "Shape" || op == "Size")) {
       return NodeKind::kFolded;
     }
+    if (default_domain && op == "SequenceLength" && node.input_size() == 1 &&
+        values_.count(node.input(0)) > 0 && values_.at(node.input(0)).sequence) {
+      return NodeKind::kFolded;  // its length is known
+    }
     bool any_input = false, all_constant = true;
     for (const std::string& in : node.input()) {
       if (in.empty()) continue;
@@ -2019,8 +2046,9 @@ class OnnxImporter {
     for (const std::string& name : node.input()) {
       NodeInput input;
       if (auto t = types_.find(name); !name.empty() && t != types_.end()) input.type = t->second;
-      if (auto v = values_.find(name); !name.empty() && v != values_.end() && v->second.literal) {
-        input.values = &v->second.literal->values;
+      if (auto v = values_.find(name); !name.empty() && v != values_.end()) {
+        if (v->second.literal) input.values = &v->second.literal->values;
+        if (v->second.sequence) input.sequence = &*v->second.sequence;
       }
       inputs.push_back(input);
     }
@@ -2034,6 +2062,15 @@ class OnnxImporter {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
     std::string domain = canonical_domain(node.domain());
     const std::vector<NodeInput> inputs = node_inputs(node);  // what dplace's rules read
+    if (std::optional<RuleResult> sequence = infer_sequence_op(node, inputs)) {
+      if (!sequence->error.empty()) error = "dplace's sequence rule: " + sequence->error;
+      for (size_t i = 0; i < sequence->sequences.size(); ++i) {
+        if (sequence->sequences[i] && !node.output(static_cast<int>(i)).empty()) {
+          values_[node.output(static_cast<int>(i))].sequence = std::move(sequence->sequences[i]);
+        }
+      }
+      return std::move(sequence->outputs);
+    }
     if (domain.empty()) {
       std::optional<RuleResult> newer = infer_newer_op(node, opset_of(""), inputs);
       if (newer) {
@@ -2140,7 +2177,12 @@ class OnnxImporter {
       }
     }
     std::optional<Literal> result;
-    if (domain.empty() && node.output_size() >= 1) {
+    if (domain.empty() && node.op_type() == "SequenceLength" && node.input_size() == 1) {
+      if (const auto& sequence = values_.at(node.input(0)).sequence) {
+        result = scalar_literal(ox::TensorProto_DataType_INT64,
+                                static_cast<double>(sequence->elements.size()));
+      }
+    } else if (domain.empty() && node.output_size() >= 1) {
       result = evaluate(node, opset_of(""), in, in_types);
     }
     for (int i = 0; i < node.output_size(); ++i) {
@@ -2228,6 +2270,9 @@ class OnnxImporter {
       if (info) {
         cost_in.read_bytes += static_cast<double>(
             tensor_bytes(*info, node_label(node, index) + ": input '" + name + "'"));
+      } else if (v.sequence) {
+        cost_in.read_bytes += static_cast<double>(
+            sequence_bytes(*v.sequence, node_label(node, index) + ": input '" + name + "'"));
       }
       if (v.runtime) {
         if (!v.tensor) {
@@ -2250,6 +2295,8 @@ class OnnxImporter {
     }
     op.output_bytes.clear();
     Json shapes = Json::array();
+    Json sequence_shapes = Json::array();
+    for (int i = 0; i < node.output_size(); ++i) sequence_shapes.push_back(nullptr);
     for (int i = 0; i < node.output_size(); ++i) {
       const std::string& name = node.output(i);
       if (name.empty()) {
@@ -2260,6 +2307,19 @@ class OnnxImporter {
       }
       const Value& v = values_.at(name);
       std::optional<TensorInfo> info = known_tensor(v.type);
+      if (!info && v.sequence && error.empty()) {
+        // A sequence: its bytes are its tensors'; output_shapes has null, sequence_shapes them.
+        const int64_t bytes =
+            sequence_bytes(*v.sequence, node_label(node, index) + ": output '" + name + "'");
+        cost_in.written_bytes += static_cast<double>(bytes);
+        op.output_bytes.push_back(bytes);
+        shapes.push_back(nullptr);
+        Json elements = Json::array();
+        for (const TensorInfo& e : v.sequence->elements) elements.push_back(e.dims);
+        sequence_shapes[static_cast<size_t>(i)] = std::move(elements);
+        cost_in.out.emplace_back();
+        continue;
+      }
       if (!info) {
         fail(node_label(node, index) + ": output '" + name + "': " + describe_unknown(v.type) +
              (error.empty() ? "" : " (" + error + ")"));
@@ -2277,6 +2337,10 @@ class OnnxImporter {
     op.flops = cost.flops;
     op.bytes_accessed = cost.bytes_accessed.value_or(cost_in.read_bytes + cost_in.written_bytes);
     op.extra = Json::object({{"output_shapes", std::move(shapes)}});
+    if (std::any_of(sequence_shapes.begin(), sequence_shapes.end(),
+                    [](const Json& j) { return !j.is_null(); })) {
+      op.extra["sequence_shapes"] = std::move(sequence_shapes);
+    }
     if (std::string ort = onnxruntime_name(node, index); ort != op.name) {
       op.extra["onnxruntime_name"] = std::move(ort);
     }

@@ -1370,6 +1370,175 @@ TEST(OnnxImportTest, MissingOpsetIsAFormatError) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sequences.
+
+TEST(OnnxImportTest, SplitToSequenceAndSequenceAtGiveEachPiecesShape) {
+  // What PyTorch writes for q, k, v = qkv.chunk(3, dim=-1) and for x.unbind(0): SplitToSequence,
+  // then SequenceAt at constant positions. qkv: [2, 16, 96] in pieces of 32; stacked: [3, 2, 8]
+  // unbound along axis 0.
+  ModelBuilder m(17);
+  m.input("qkv", {2, 16, 96}).input("stacked", {3, 2, 8});
+  m.int_constant("piece", {32});
+  m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();  // a scalar: pieces of 32
+  for (int64_t i : {0, 1, 2}) m.int_constant("at" + std::to_string(i), {i});
+  for (int i = 1; i <= 3; ++i) m.proto().mutable_graph()->mutable_initializer(i)->clear_dims();
+  ModelBuilder::attr(m.node("SplitToSequence", {"qkv", "piece"}, {"parts"}, "chunk"), "axis",
+                     int64_t{-1});
+  m.node("SequenceAt", {"parts", "at0"}, {"q"}, "q");
+  m.node("SequenceAt", {"parts", "at1"}, {"k"}, "k");
+  ox::NodeProto& kt = m.node("Transpose", {"k"}, {"kt"}, "kt");
+  ModelBuilder::attr(kt, "perm", std::vector<int64_t>{0, 2, 1});
+  m.node("MatMul", {"q", "kt"}, {"scores"}, "scores");
+  ox::NodeProto& unbind = m.node("SplitToSequence", {"stacked"}, {"rows"}, "unbind");
+  ModelBuilder::attr(unbind, "keepdims", int64_t{0});
+  m.node("SequenceAt", {"rows", "at2"}, {"last"}, "last");
+  m.output("scores").output("last");
+  const LoadedGraph loaded = read_onnx_file(m.save("split_to_sequence.onnx"), {});
+  const Graph& g = loaded.graph;
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.at(0);
+  const Op& chunk = op_named(g, "chunk");
+  EXPECT_EQ(chunk.output_bytes, std::vector<int64_t>{2 * 16 * 96 * 4});  // the three pieces
+  EXPECT_EQ(chunk.extra["output_shapes"], Json::parse("[null]"));
+  EXPECT_EQ(chunk.extra["sequence_shapes"],
+            Json::parse("[[[2, 16, 32], [2, 16, 32], [2, 16, 32]]]"));
+  // Read once, written once, and the piece size.
+  EXPECT_DOUBLE_EQ(chunk.bytes_accessed.value_or(0), 2.0 * (2 * 16 * 96 * 4) + 8);
+  const Op& q = op_named(g, "q");
+  EXPECT_EQ(q.inputs.at(0).op, g.find_op("chunk").value());
+  EXPECT_EQ(q.output_bytes, std::vector<int64_t>{2 * 16 * 32 * 4});
+  EXPECT_DOUBLE_EQ(q.bytes_accessed.value_or(0),
+                   2.0 * (2 * 16 * 32 * 4) + 8);  // the piece, and the position
+  EXPECT_DOUBLE_EQ(op_named(g, "scores").flops, 2.0 * 2 * 16 * 16 * 32);
+  EXPECT_EQ(op_named(g, "last").extra["output_shapes"], Json::parse("[[2, 8]]"));
+}
+
+TEST(OnnxImportTest, SequencesBuiltAndTakenApartKeepTheirTensorsShapes) {
+  // Pieces of 4 from a length of 10 (4, 4, 2); SequenceConstruct, SequenceInsert at -1 and
+  // SequenceErase at 0; ConcatFromSequence joined and stacked; SequenceLength folds to 3.
+  ModelBuilder m(17);
+  m.input("x", {10, 6}).input("y", {2, 6});
+  m.int_constant("four", {4});
+  m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();
+  m.int_constant("minus_one", {-1});
+  m.proto().mutable_graph()->mutable_initializer(1)->clear_dims();
+  m.int_constant("zero", {0});
+  m.proto().mutable_graph()->mutable_initializer(2)->clear_dims();
+  m.node("SplitToSequence", {"x", "four"}, {"pieces"}, "split");
+  ModelBuilder::attr(m.node("ConcatFromSequence", {"pieces"}, {"joined"}, "join"), "axis",
+                     int64_t{0});
+  m.node("SequenceConstruct", {"y", "y"}, {"pair"}, "pair");
+  m.node("SequenceInsert", {"pair", "x", "minus_one"}, {"three"}, "insert");  // y, x, y
+  m.node("SequenceErase", {"three", "zero"}, {"two"}, "erase");               // x, y
+  m.node("SequenceLength", {"three"}, {"n"}, "length");
+  m.node("SequenceErase", {"pair"}, {"one"}, "erase_last");
+  ox::NodeProto& stack = m.node("ConcatFromSequence", {"one"}, {"stacked"}, "stack");
+  ModelBuilder::attr(stack, "axis", int64_t{1});
+  ModelBuilder::attr(stack, "new_axis", int64_t{1});
+  ModelBuilder::attr(m.node("ConcatFromSequence", {"two"}, {"xy"}, "xy"), "axis", int64_t{0});
+  m.node("Cast", {"n"}, {"n_float"}, "n_float").add_attribute()->CopyFrom([] {
+    ox::AttributeProto to;
+    to.set_name("to");
+    to.set_type(ox::AttributeProto_AttributeType_INT);
+    to.set_i(ox::TensorProto_DataType_FLOAT);
+    return to;
+  }());
+  m.node("Mul", {"joined", "n_float"}, {"scaled"}, "scaled");
+  m.output("scaled").output("stacked").output("xy");
+  const Graph g = read_onnx_file(m.save("sequences.onnx"), {}).graph;
+  EXPECT_EQ(op_named(g, "split").extra["sequence_shapes"],
+            Json::parse("[[[4, 6], [4, 6], [2, 6]]]"));
+  EXPECT_EQ(op_named(g, "join").extra["output_shapes"], Json::parse("[[10, 6]]"));
+  EXPECT_EQ(op_named(g, "insert").extra["sequence_shapes"],
+            Json::parse("[[[2, 6], [10, 6], [2, 6]]]"));
+  EXPECT_EQ(op_named(g, "insert").output_bytes, std::vector<int64_t>{(2 + 10 + 2) * 6 * 4});
+  EXPECT_EQ(op_named(g, "xy").extra["output_shapes"], Json::parse("[[12, 6]]"));
+  EXPECT_EQ(op_named(g, "stack").extra["output_shapes"], Json::parse("[[2, 1, 6]]"));
+  // The length is a constant: no op, and scaled reads only joined.
+  EXPECT_FALSE(g.find_op("length").has_value());
+  EXPECT_FALSE(g.find_op("n_float").has_value());
+  EXPECT_EQ(op_named(g, "scaled").inputs.size(), 1u);
+}
+
+TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
+  const auto import_error = [](const std::string& file,
+                               const std::function<void(ModelBuilder&)>& build) {
+    ModelBuilder m(17);
+    m.input("x", {10, 6}).input("i", {}, "", ox::TensorProto_DataType_INT64);
+    build(m);
+    return error_of(m.save(file));
+  };
+  std::string e = import_error("seq_split.onnx", [](ModelBuilder& m) {
+    m.node("SplitToSequence", {"x", "i"}, {"s"}, "split");
+    m.output("s");
+  });
+  EXPECT_NE(e.find("node 'split' (SplitToSequence): output 's': its type could not be inferred "
+                   "(dplace's sequence rule: "),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("its split (input 1) is not a constant scalar or 1-D tensor"), std::string::npos)
+      << e;
+  e = import_error("seq_sizes.onnx", [](ModelBuilder& m) {
+    m.int_constant("sizes", {4, 4});
+    m.node("SplitToSequence", {"x", "sizes"}, {"s"}, "split");
+    m.output("s");
+  });
+  EXPECT_NE(e.find("its split sizes add up to 8, not 10 (the split axis)"), std::string::npos) << e;
+  e = import_error("seq_position.onnx", [](ModelBuilder& m) {
+    m.int_constant("five", {5});
+    m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();
+    m.node("SplitToSequence", {"x"}, {"s"}, "split");  // ten pieces of one row
+    m.node("SequenceAt", {"s", "five"}, {"a"}, "at");
+    m.node("SequenceErase", {"s", "five"}, {"b"}, "erase");
+    m.node("SequenceAt", {"b", "i"}, {"c"}, "at_runtime");  // all [1, 6]: fine
+    m.int_constant("ten", {10});
+    m.proto().mutable_graph()->mutable_initializer(1)->clear_dims();
+    m.node("SequenceAt", {"s", "ten"}, {"d"}, "past_the_end");
+    m.output("a").output("c").output("d");
+  });
+  EXPECT_NE(e.find("node 'past_the_end' (SequenceAt): output 'd': its type could not be "
+                   "inferred (dplace's sequence rule: position 10 is out of range for a sequence "
+                   "of 10 tensors)"),
+            std::string::npos)
+      << e;
+  e = import_error("seq_runtime_position.onnx", [](ModelBuilder& m) {
+    m.int_constant("four", {4});
+    m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();
+    m.node("SplitToSequence", {"x", "four"}, {"s"}, "split");  // 4, 4, 2 rows
+    m.node("SequenceAt", {"s", "i"}, {"a"}, "at");
+    m.output("a");
+  });
+  EXPECT_NE(e.find("its position (input 1) is not constant and the sequence's tensors differ in "
+                   "shape"),
+            std::string::npos)
+      << e;
+  e = import_error("seq_if.onnx", [](ModelBuilder& m) {
+    // An If whose branches return sequences: ONNX's type says "a sequence of floats", no more.
+    m.input("c", {}, "", ox::TensorProto_DataType_BOOL);
+    ox::NodeProto& branch = m.node("If", {"c"}, {"s"}, "if");
+    for (const char* name : {"then_branch", "else_branch"}) {
+      ModelBuilder::branch(branch, name, "SplitToSequence", "x", "pieces");
+      ox::TypeProto* type = branch.mutable_attribute(branch.attribute_size() - 1)
+                                ->mutable_g()
+                                ->mutable_output(0)
+                                ->mutable_type();
+      type->Clear();
+      type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(
+          ox::TensorProto_DataType_FLOAT);
+    }
+    m.output("s");
+  });
+  EXPECT_NE(e.find("node 'if' (If): output 's': it is a sequence whose tensors dplace does not "
+                   "know"),
+            std::string::npos)
+      << e;
+  e = import_error("seq_inputs.onnx", [](ModelBuilder& m) {
+    m.node("SequenceAt", {"x"}, {"a"}, "at");
+    m.output("a");
+  });
+  EXPECT_NE(e.find("it has 1 inputs; SequenceAt takes 2"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Model-local functions.
 
 const std::string& extra_string(const Graph& g, const std::string& op, const std::string& key) {

@@ -37,14 +37,24 @@
 namespace dplace::onnx_detail {
 
 // One input of a node as the importer knows it.
+// A sequence value whose elements dplace knows: ONNX types give a sequence's element type, not
+// its length or each element's shape.
+struct SequenceInfo {
+  int32_t elem_type = 0;
+  std::vector<TensorInfo> elements;
+};
+
 struct NodeInput {
   const ox::TypeProto* type = nullptr;          // nullptr: absent, or its type is unknown
   const std::vector<double>* values = nullptr;  // a constant input's values, when known
+  const SequenceInfo* sequence = nullptr;       // a sequence input's elements, when known
 };
 
 struct RuleResult {
   // One per node output; a TypeProto with no value where the output could not be inferred.
   std::vector<ox::TypeProto> outputs;
+  // The sequence rules' outputs that are sequences (empty for the other rules, or one per output).
+  std::vector<std::optional<SequenceInfo>> sequences;
   std::string error;  // why an output could not be inferred; "" when every one was
 };
 
@@ -59,6 +69,13 @@ std::optional<RuleResult> infer_newer_op(const ox::NodeProto& node, int opset,
 // registers in the default domain); nullopt for any other node.
 std::optional<RuleResult> infer_contrib_op(const ox::NodeProto& node,
                                            const std::vector<NodeInput>& inputs);
+
+// The output types of `node` when it is one of ONNX's sequence ops (default domain):
+// SplitToSequence, SequenceConstruct, SequenceEmpty, SequenceInsert, SequenceErase, SequenceAt,
+// SequenceLength, ConcatFromSequence (onnx_sequence_ops.cc); nullopt for any other node. A
+// sequence output's elements are in `sequences`; every sequence input's must be known.
+std::optional<RuleResult> infer_sequence_op(const ox::NodeProto& node,
+                                            const std::vector<NodeInput>& inputs);
 
 // ---------------------------------------------------------------------------------------------
 // What the rules share.
@@ -109,6 +126,9 @@ class RuleInputs {
   }
   const std::vector<double>* values(size_t slot) const {
     return present(slot) ? inputs_[slot].values : nullptr;
+  }
+  const SequenceInfo* sequence(size_t slot) const {
+    return present(slot) ? inputs_[slot].sequence : nullptr;
   }
 
  private:

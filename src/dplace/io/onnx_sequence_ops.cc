@@ -1,0 +1,338 @@
+// Shape rules for ONNX's sequence ops (onnx_op_rules.h lists them), which follow the operator
+// reference (opset 11 and later). A sequence's ONNX type says only what its elements are made of;
+// these rules also carry how many elements it has and each one's shape, which dplace needs for
+// the bytes a sequence holds and for the shapes of the tensors taken out of it.
+//
+// Exporters write sequences for splits whose pieces are used one by one: PyTorch's exporters lower
+// split with a list of sizes, and in some exports chunk and unbind, to SplitToSequence followed by
+// SequenceAt at constant positions.
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dplace/io/onnx_common.h"
+#include "dplace/io/onnx_op_rules.h"
+
+namespace dplace::onnx_detail {
+namespace {
+
+// The ONNX type of a sequence of `s`'s elements: their element type, and the dims they share
+// (a dim they differ in is left without a value; elements of different ranks give no shape).
+ox::TypeProto sequence_type(const SequenceInfo& s) {
+  ox::TypeProto t;
+  ox::TypeProto_Tensor* element =
+      t.mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+  element->set_elem_type(s.elem_type);
+  if (s.elements.empty()) return t;
+  const std::vector<int64_t>& first = s.elements.front().dims;
+  for (const TensorInfo& e : s.elements) {
+    if (e.dims.size() != first.size()) return t;
+  }
+  auto* shape = element->mutable_shape();
+  for (size_t i = 0; i < first.size(); ++i) {
+    auto* dim = shape->add_dim();
+    bool same = true;
+    for (const TensorInfo& e : s.elements) same = same && e.dims[i] == first[i];
+    if (same) dim->set_dim_value(first[i]);
+  }
+  return t;
+}
+
+void set_sequence(RuleResult& result, size_t index, SequenceInfo s) {
+  if (index >= result.outputs.size()) return;
+  result.outputs[index] = sequence_type(s);
+  result.sequences[index] = std::move(s);
+}
+
+// Input `slot`'s elements, or an error in `result`.
+const SequenceInfo* need_sequence(const RuleInputs& in, size_t slot, RuleResult& result) {
+  const SequenceInfo* s = in.sequence(slot);
+  if (s == nullptr && result.error.empty()) {
+    result.error = slot_name(slot) +
+                   " is a sequence whose elements dplace does not know (it reads sequences made "
+                   "by SplitToSequence, SequenceConstruct, SequenceEmpty, SequenceInsert and "
+                   "SequenceErase)";
+  }
+  return s;
+}
+
+// A tensor input's type and shape, or an error in `result`.
+std::optional<TensorInfo> need_tensor(const RuleInputs& in, size_t slot, RuleResult& result) {
+  std::optional<std::vector<int64_t>> d = need_dims(in, slot, result);
+  if (!d) return std::nullopt;
+  return TensorInfo{in.elem_type(slot), *d};
+}
+
+// The constant scalar position of input `slot` against a sequence of `n` elements, counted from
+// the back when negative and accepted in [-n, n - 1] (or [-n, n] when `insert`); nullopt with an
+// error in `result`.
+std::optional<size_t> position(const RuleInputs& in, size_t slot, size_t n, bool insert,
+                               RuleResult& result) {
+  std::optional<std::vector<int64_t>> given = in.ints(slot);
+  if (!given || given->size() != 1) {
+    result.error = "its position (" + slot_name(slot) + ") is not a constant scalar";
+    return std::nullopt;
+  }
+  const int64_t p = (*given)[0];
+  const auto count = static_cast<int64_t>(n);
+  const int64_t last = insert ? count : count - 1;
+  if (p < -count || p > last) {
+    result.error = "position " + std::to_string(p) + " is out of range for a sequence of " +
+                   std::to_string(n) + " tensors";
+    return std::nullopt;
+  }
+  return static_cast<size_t>(p < 0 ? p + count : p);
+}
+
+// SplitToSequence-11: pieces of `split`'s sizes (a 1-D input), of its size with a smaller last
+// one (a scalar), or of size 1 without it, when `keepdims` 0 drops the split axis.
+void split_to_sequence_rule(const RuleInputs& in, RuleResult& result) {
+  std::optional<TensorInfo> x = need_tensor(in, 0, result);
+  if (!x) return;
+  std::optional<int64_t> axis = normalize_axis(attr_int(in.node(), "axis", 0), x->dims.size());
+  if (!axis) {
+    result.error = "its axis is out of range for rank " + std::to_string(x->dims.size());
+    return;
+  }
+  const int64_t length = x->dims[static_cast<size_t>(*axis)];
+  std::vector<int64_t> sizes;
+  bool keep_axis = true;
+  if (!in.present(1)) {
+    sizes.assign(static_cast<size_t>(length), 1);
+    keep_axis = attr_int(in.node(), "keepdims", 1) != 0;
+  } else {
+    std::optional<std::vector<int64_t>> split = in.ints(1);
+    std::optional<std::vector<int64_t>> split_dims = in.dims(1);
+    if (!split || !split_dims || split_dims->size() > 1) {
+      result.error = "its split (input 1) is not a constant scalar or 1-D tensor";
+      return;
+    }
+    if (split_dims->empty()) {
+      const int64_t piece = split->at(0);
+      if (piece <= 0) {
+        result.error = "its split size " + std::to_string(piece) + " is not positive";
+        return;
+      }
+      for (int64_t at = 0; at < length; at += piece) sizes.push_back(std::min(piece, length - at));
+    } else {
+      int64_t total = 0;
+      for (int64_t s : *split) {
+        if (s < 0) {
+          result.error = "its split sizes include a negative one";
+          return;
+        }
+        if (!checked_add(total, s, total, result)) return;
+      }
+      if (total != length) {
+        result.error = "its split sizes add up to " + std::to_string(total) + ", not " +
+                       std::to_string(length) + " (the split axis)";
+        return;
+      }
+      sizes = *split;
+    }
+  }
+  SequenceInfo out{x->elem_type, {}};
+  for (int64_t size : sizes) {
+    TensorInfo piece = *x;
+    if (keep_axis) {
+      piece.dims[static_cast<size_t>(*axis)] = size;
+    } else {
+      piece.dims.erase(piece.dims.begin() + *axis);
+    }
+    out.elements.push_back(std::move(piece));
+  }
+  set_sequence(result, 0, std::move(out));
+}
+
+void sequence_construct_rule(const RuleInputs& in, RuleResult& result) {
+  SequenceInfo out;
+  for (size_t slot = 0; slot < static_cast<size_t>(in.node().input_size()); ++slot) {
+    std::optional<TensorInfo> x = need_tensor(in, slot, result);
+    if (!x) return;
+    if (slot > 0 && x->elem_type != out.elem_type) {
+      result.error = "its inputs are of different element types";
+      return;
+    }
+    out.elem_type = x->elem_type;
+    out.elements.push_back(std::move(*x));
+  }
+  set_sequence(result, 0, std::move(out));
+}
+
+void sequence_empty_rule(const RuleInputs& in, RuleResult& result) {
+  const int64_t dtype = attr_int(in.node(), "dtype", ox::TensorProto_DataType_FLOAT);
+  if (!is_element_type(static_cast<int32_t>(dtype))) {
+    result.error = "its dtype " + std::to_string(dtype) + " is no element type";
+    return;
+  }
+  set_sequence(result, 0, SequenceInfo{static_cast<int32_t>(dtype), {}});
+}
+
+void sequence_insert_rule(const RuleInputs& in, RuleResult& result) {
+  const SequenceInfo* s = need_sequence(in, 0, result);
+  std::optional<TensorInfo> x = need_tensor(in, 1, result);
+  if (s == nullptr || !x) return;
+  if (x->elem_type != s->elem_type) {
+    result.error = "its tensor's element type differs from the sequence's";
+    return;
+  }
+  size_t at = s->elements.size();
+  if (in.present(2)) {
+    std::optional<size_t> p = position(in, 2, s->elements.size(), true, result);
+    if (!p) return;
+    at = *p;
+  }
+  SequenceInfo out = *s;
+  out.elements.insert(out.elements.begin() + static_cast<std::ptrdiff_t>(at), std::move(*x));
+  set_sequence(result, 0, std::move(out));
+}
+
+void sequence_erase_rule(const RuleInputs& in, RuleResult& result) {
+  const SequenceInfo* s = need_sequence(in, 0, result);
+  if (s == nullptr) return;
+  if (s->elements.empty()) {
+    result.error = "it erases from an empty sequence";
+    return;
+  }
+  size_t at = s->elements.size() - 1;
+  if (in.present(1)) {
+    std::optional<size_t> p = position(in, 1, s->elements.size(), false, result);
+    if (!p) return;
+    at = *p;
+  }
+  SequenceInfo out = *s;
+  out.elements.erase(out.elements.begin() + static_cast<std::ptrdiff_t>(at));
+  set_sequence(result, 0, std::move(out));
+}
+
+// SequenceAt: the element at a constant position; at a position known only at run time, the
+// shape all the elements share.
+void sequence_at_rule(const RuleInputs& in, RuleResult& result) {
+  const SequenceInfo* s = need_sequence(in, 0, result);
+  if (s == nullptr) return;
+  if (s->elements.empty()) {
+    result.error = "it reads from an empty sequence";
+    return;
+  }
+  if (in.values(1) == nullptr) {
+    for (const TensorInfo& e : s->elements) {
+      if (e.dims != s->elements.front().dims) {
+        result.error =
+            "its position (input 1) is not constant and the sequence's tensors differ in shape";
+        return;
+      }
+    }
+    set_output(result, 0, s->elem_type, s->elements.front().dims);
+    return;
+  }
+  std::optional<size_t> p = position(in, 1, s->elements.size(), false, result);
+  if (p) set_output(result, 0, s->elem_type, s->elements[*p].dims);
+}
+
+void sequence_length_rule(const RuleInputs& in, RuleResult& result) {
+  if (need_sequence(in, 0, result) != nullptr) {
+    set_output(result, 0, ox::TensorProto_DataType_INT64, {});
+  }
+}
+
+// ConcatFromSequence-11: the elements joined along `axis`, or stacked on a new axis there when
+// `new_axis` is 1.
+void concat_from_sequence_rule(const RuleInputs& in, RuleResult& result) {
+  const SequenceInfo* s = need_sequence(in, 0, result);
+  if (s == nullptr) return;
+  if (s->elements.empty()) {
+    result.error = "it concatenates an empty sequence";
+    return;
+  }
+  if (find_attr(in.node(), "axis") == nullptr) {
+    result.error = "it has no axis attribute";
+    return;
+  }
+  const bool stack = attr_int(in.node(), "new_axis", 0) != 0;
+  const std::vector<int64_t>& first = s->elements.front().dims;
+  const size_t rank = first.size() + (stack ? 1 : 0);
+  std::optional<int64_t> axis = normalize_axis(attr_int(in.node(), "axis", 0), rank);
+  if (!axis || (!stack && first.empty())) {
+    result.error = "its axis is out of range for the sequence's tensors";
+    return;
+  }
+  const auto a = static_cast<size_t>(*axis);
+  std::vector<int64_t> out = first;
+  if (stack) {
+    out.insert(out.begin() + *axis, static_cast<int64_t>(s->elements.size()));
+  } else {
+    out[a] = 0;
+  }
+  for (const TensorInfo& e : s->elements) {
+    bool fits = e.dims.size() == first.size();
+    for (size_t i = 0; fits && i < first.size(); ++i) {
+      fits = e.dims[i] == first[i] || (!stack && i == a);
+    }
+    if (!fits) {
+      result.error = "the sequence's tensors differ in shape beyond the concatenation axis";
+      return;
+    }
+    if (!stack && !checked_add(out[a], e.dims[a], out[a], result)) return;
+  }
+  set_output(result, 0, s->elem_type, out);
+}
+
+struct SequenceOp {
+  const char* op;
+  Rule rule;
+  int min_inputs;  // the inputs the op requires
+  int max_inputs;
+};
+
+constexpr int kVariadic = std::numeric_limits<int>::max();
+
+constexpr SequenceOp kSequenceOps[] = {
+    {"SplitToSequence", split_to_sequence_rule, 1, 2},
+    {"SequenceConstruct", sequence_construct_rule, 1, kVariadic},
+    {"SequenceEmpty", sequence_empty_rule, 0, 0},
+    {"SequenceInsert", sequence_insert_rule, 2, 3},
+    {"SequenceErase", sequence_erase_rule, 1, 2},
+    {"SequenceAt", sequence_at_rule, 2, 2},
+    {"SequenceLength", sequence_length_rule, 1, 1},
+    {"ConcatFromSequence", concat_from_sequence_rule, 1, 1},
+};
+
+}  // namespace
+
+std::optional<RuleResult> infer_sequence_op(const ox::NodeProto& node,
+                                            const std::vector<NodeInput>& inputs) {
+  if (!canonical_domain(node.domain()).empty()) return std::nullopt;
+  for (const SequenceOp& sequence_op : kSequenceOps) {
+    if (sequence_op.op != node.op_type()) continue;
+    RuleResult result;
+    result.outputs.resize(static_cast<size_t>(node.output_size()));
+    result.sequences.resize(static_cast<size_t>(node.output_size()));
+    const RuleInputs in(node, inputs);
+    int given = 0;
+    for (int slot = 0; slot < node.input_size(); ++slot)
+      given = in.present(slot) ? slot + 1 : given;
+    bool required_present = true;
+    for (int slot = 0; slot < sequence_op.min_inputs; ++slot) {
+      required_present = required_present && in.present(static_cast<size_t>(slot));
+    }
+    if (node.output_size() != 1) {
+      result.error = "it has " + std::to_string(node.output_size()) + " outputs, not 1";
+    } else if (!required_present || given > sequence_op.max_inputs) {
+      result.error = "it has " + std::to_string(node.input_size()) + " inputs; " + sequence_op.op +
+                     " takes " + std::to_string(sequence_op.min_inputs) +
+                     (sequence_op.max_inputs == kVariadic ? " or more"
+                      : sequence_op.max_inputs > sequence_op.min_inputs
+                          ? " to " + std::to_string(sequence_op.max_inputs)
+                          : "");
+    } else {
+      sequence_op.rule(in, result);
+    }
+    return result;
+  }
+  return std::nullopt;
+}
+
+}  // namespace dplace::onnx_detail
