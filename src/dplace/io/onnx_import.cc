@@ -76,6 +76,8 @@ constexpr size_t kMaxKeptPayloadBytes = 4096;
 constexpr int64_t kMinConstantWeightBytes = 1024;
 // Constant tensors up to this many elements are evaluated when folding.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 16;
+// The tensors all sequence values may hold together (each sequence op copies its input's list).
+constexpr int64_t kMaxSequenceTensors = 1'000'000;
 
 // ---------------------------------------------------------------------------------------------
 // Reading the file.
@@ -2058,7 +2060,7 @@ class OnnxImporter {
   // Runs ONNX type-and-shape inference for one node, or dplace's own rule for an op this libonnx
   // does not know (onnx_op_rules.h). Returns the output types (an empty TypeProto where nothing was
   // inferred) and sets `error` to why inference failed, saying whose inference it was.
-  std::vector<ox::TypeProto> infer(ox::NodeProto& node, std::string& error) {
+  std::vector<ox::TypeProto> infer(ox::NodeProto& node, int index, std::string& error) {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
     std::string domain = canonical_domain(node.domain());
     const std::vector<NodeInput> inputs = node_inputs(node);  // what dplace's rules read
@@ -2066,6 +2068,13 @@ class OnnxImporter {
       if (!sequence->error.empty()) error = "dplace's sequence rule: " + sequence->error;
       for (size_t i = 0; i < sequence->sequences.size(); ++i) {
         if (sequence->sequences[i] && !node.output(static_cast<int>(i)).empty()) {
+          // Each sequence op copies its input's list: a long chain of SequenceInserts would hold
+          // a quadratic number of tensors.
+          sequence_tensors_ += static_cast<int64_t>(sequence->sequences[i]->elements.size());
+          if (sequence_tensors_ > kMaxSequenceTensors) {
+            fail(fmt::format("{}: the model's sequences hold more than {} tensors together",
+                             node_label(node, index), kMaxSequenceTensors));
+          }
           values_[node.output(static_cast<int>(i))].sequence = std::move(sequence->sequences[i]);
         }
       }
@@ -2129,7 +2138,7 @@ class OnnxImporter {
     ox::NodeProto& node = *model_.mutable_graph()->mutable_node(index);
     NodeKind kind = classify(node);
     std::string error;
-    std::vector<ox::TypeProto> inferred = infer(node, error);
+    std::vector<ox::TypeProto> inferred = infer(node, index, error);
     for (int i = 0; i < node.output_size(); ++i) {
       if (!node.output(i).empty())
         set_output_type(node.output(i), inferred[static_cast<size_t>(i)]);
@@ -2414,6 +2423,7 @@ class OnnxImporter {
   std::set<std::string> used_dims_;
   std::unordered_set<std::string> used_names_;
   std::map<std::string, int> uncosted_types_;
+  int64_t sequence_tensors_ = 0;  // the tensors of every sequence value so far
   bool has_subgraphs_ = false;
   std::vector<std::string> warnings_;
 

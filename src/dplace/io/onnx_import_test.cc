@@ -1531,6 +1531,25 @@ TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
                    "know"),
             std::string::npos)
       << e;
+  e = import_error("seq_long.onnx", [](ModelBuilder& m) {
+    m.input("wide", {2000000});
+    m.node("SplitToSequence", {"wide"}, {"s"}, "split");  // two million pieces of one element
+    m.output("s");
+  });
+  EXPECT_NE(e.find("it would make 2000000 tensors, more than 1000000"), std::string::npos) << e;
+  e = import_error("seq_chain.onnx", [](ModelBuilder& m) {
+    // Each insert copies the list: 1,500 of them would hold 1.1 million tensors together.
+    m.node("SequenceConstruct", {"x"}, {"s0"}, "construct");
+    for (int i = 1; i <= 1500; ++i) {
+      m.node("SequenceInsert", {"s" + std::to_string(i - 1), "x"}, {"s" + std::to_string(i)},
+             "insert" + std::to_string(i));
+    }
+    m.output("s1500");
+  });
+  EXPECT_NE(e.find("node 'insert1413' (SequenceInsert): the model's sequences hold more than "
+                   "1000000 tensors together"),
+            std::string::npos)
+      << e;
   e = import_error("seq_inputs.onnx", [](ModelBuilder& m) {
     m.node("SequenceAt", {"x"}, {"a"}, "at");
     m.output("a");

@@ -7,6 +7,7 @@
 // split with a list of sizes, and in some exports chunk and unbind, to SplitToSequence followed by
 // SequenceAt at constant positions.
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -18,6 +19,10 @@
 
 namespace dplace::onnx_detail {
 namespace {
+
+// More tensors in one sequence than any model splits into; a damaged file's dimension would
+// otherwise make a list of billions.
+constexpr int64_t kMaxSequenceLength = 1'000'000;
 
 // The ONNX type of a sequence of `s`'s elements: their element type, and the dims they share
 // (a dim they differ in is left without a value; elements of different ranks give no shape).
@@ -98,9 +103,16 @@ void split_to_sequence_rule(const RuleInputs& in, RuleResult& result) {
     return;
   }
   const int64_t length = x->dims[static_cast<size_t>(*axis)];
+  const auto too_long = [&](int64_t pieces) {
+    if (pieces <= kMaxSequenceLength) return false;
+    result.error = "it would make " + std::to_string(pieces) + " tensors, more than " +
+                   std::to_string(kMaxSequenceLength);
+    return true;
+  };
   std::vector<int64_t> sizes;
   bool keep_axis = true;
   if (!in.present(1)) {
+    if (too_long(length)) return;
     sizes.assign(static_cast<size_t>(length), 1);
     keep_axis = attr_int(in.node(), "keepdims", 1) != 0;
   } else {
@@ -116,6 +128,7 @@ void split_to_sequence_rule(const RuleInputs& in, RuleResult& result) {
         result.error = "its split size " + std::to_string(piece) + " is not positive";
         return;
       }
+      if (too_long(length / piece + (length % piece != 0 ? 1 : 0))) return;
       for (int64_t at = 0; at < length; at += piece) sizes.push_back(std::min(piece, length - at));
     } else {
       int64_t total = 0;
