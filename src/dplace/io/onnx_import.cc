@@ -290,14 +290,26 @@ class WireFilter {
 // ---------------------------------------------------------------------------------------------
 // Tensor types (the rest are in onnx_common.h).
 
-// Why a runtime tensor's type is not usable, for error messages.
-std::string describe_unknown(const ox::TypeProto& type) {
-  if (type.value_case() == ox::TypeProto::VALUE_NOT_SET) return "its type could not be inferred";
-  if (type.has_sequence_type()) {
-    return "it is a sequence whose tensors dplace does not know (it reads the sequences that "
-           "SplitToSequence, SequenceConstruct, SequenceEmpty, SequenceInsert and SequenceErase "
-           "make)";
+// "tensor", "sequence", "map", "optional" or "sparse tensor", for messages.
+std::string type_kind(const ox::TypeProto& type) {
+  switch (type.value_case()) {
+    case ox::TypeProto::kTensorType:
+      return "tensor";
+    case ox::TypeProto::kSequenceType:
+      return "sequence";
+    case ox::TypeProto::kMapType:
+      return "map";
+    case ox::TypeProto::kOptionalType:
+      return "optional";
+    case ox::TypeProto::kSparseTensorType:
+      return "sparse tensor";
+    default:
+      return "value of unknown kind";
   }
+}
+
+// Why a runtime tensor's type, known to be a tensor or of no kind, is not usable.
+std::string describe_unknown_tensor(const ox::TypeProto& type) {
   if (!type.has_tensor_type()) return "it is not a tensor (maps and optionals are not supported)";
   const auto& t = type.tensor_type();
   if (t.elem_type() == 0) return "its element type could not be inferred";
@@ -311,6 +323,20 @@ std::string describe_unknown(const ox::TypeProto& type) {
     if (d.dim_value() < 0) return "dimension " + std::to_string(i) + " is negative";
   }
   return "unknown";
+}
+
+// Why a runtime tensor's type is not usable, for error messages. `reason` is what inference said
+// (or ""), added in parentheses.
+std::string describe_unknown(const ox::TypeProto& type, const std::string& reason) {
+  const std::string why = reason.empty() ? "" : " (" + reason + ")";
+  if (type.value_case() == ox::TypeProto::VALUE_NOT_SET)
+    return "its type could not be inferred" + why;
+  if (type.has_sequence_type()) {
+    return "it is a sequence whose tensors dplace does not know" +
+           (reason.empty() ? " (it knows those that " + std::string(kSequenceMakers) + " make)"
+                           : why);
+  }
+  return describe_unknown_tensor(type) + why;
 }
 
 // The inferred type, completed by the declared one where inference left something unknown.
@@ -1535,8 +1561,6 @@ class OnnxImporter {
     }
     return t.bytes();
   }
-  // "node '<name>' (<OpType>)"; an unnamed node by its place in the file (nodes of inlined function
-  // bodies all have names).
   // The bytes of a sequence's tensors together, checked as tensor_bytes checks one.
   int64_t sequence_bytes(const SequenceInfo& s, const std::string& what) const {
     int64_t total = 0;
@@ -1544,8 +1568,11 @@ class OnnxImporter {
       const int64_t bytes = tensor_bytes(s.elements[i], what + ", tensor " + std::to_string(i));
       if (__builtin_add_overflow(total, bytes, &total)) fail(what + ": its tensors overflow");
     }
+    // The total as a tensor of bytes, so that it meets tensor_bytes' limit as one tensor would.
     return tensor_bytes(TensorInfo{ox::TensorProto_DataType_UINT8, {total}}, what);
   }
+  // "node '<name>' (<OpType>)"; an unnamed node by its place in the file (nodes of inlined function
+  // bodies all have names).
   std::string node_label(const ox::NodeProto& node, int index) const {
     std::string name = node.name().empty()
                            ? "#" + std::to_string(origins_[static_cast<size_t>(index)].file_index)
@@ -2064,7 +2091,21 @@ class OnnxImporter {
     std::vector<ox::TypeProto> out(static_cast<size_t>(node.output_size()));
     std::string domain = canonical_domain(node.domain());
     const std::vector<NodeInput> inputs = node_inputs(node);  // what dplace's rules read
-    if (std::optional<RuleResult> sequence = infer_sequence_op(node, inputs)) {
+    if (is_sequence_op(node)) {
+      // ONNX's schema checks the node (the op exists at the model's opset, its inputs, outputs and
+      // attribute types); dplace's rule, which knows each sequence's tensors, infers.
+      const ox::OpSchema* schema = ox::OpSchemaRegistry::Schema(node.op_type(), opset_of(""), "");
+      if (schema == nullptr) {
+        error = "ONNX opset " + std::to_string(opset_of("")) + " has no " + node.op_type();
+        return out;
+      }
+      try {
+        schema->Verify(node);
+      } catch (const std::exception& e) {
+        error = std::string("ONNX: ") + e.what();
+        return out;
+      }
+      std::optional<RuleResult> sequence = infer_sequence_op(node, inputs);
       if (!sequence->error.empty()) error = "dplace's sequence rule: " + sequence->error;
       for (size_t i = 0; i < sequence->sequences.size(); ++i) {
         if (sequence->sequences[i] && !node.output(static_cast<int>(i)).empty()) {
@@ -2104,6 +2145,10 @@ class OnnxImporter {
       error = "ONNX shape inference: " + problem;
       return out;
     }
+    if (std::string problem = sequence_misuse(node, *schema); !problem.empty()) {
+      error = problem;
+      return out;
+    }
     try {
       schema->Verify(node);
       if (!graph_context_) {
@@ -2127,9 +2172,38 @@ class OnnxImporter {
     return out;
   }
 
+  // Why `node` may not read one of its inputs, a sequence, where its schema takes only tensors
+  // (ONNX's inference functions would read the sequence as a tensor of no shape); "" when fine.
+  std::string sequence_misuse(const ox::NodeProto& node, const ox::OpSchema& schema) const {
+    const auto& formals = schema.inputs();
+    for (int slot = 0; slot < node.input_size() && !formals.empty(); ++slot) {
+      const std::string& name = node.input(slot);
+      auto it = values_.find(name);
+      if (name.empty() || it == values_.end() || !it->second.type.has_sequence_type()) continue;
+      const auto& formal = formals[std::min(static_cast<size_t>(slot), formals.size() - 1)];
+      bool takes_sequences = false;
+      for (const auto* type : formal.GetTypes()) {
+        takes_sequences = takes_sequences || type->rfind("seq(", 0) == 0;
+      }
+      if (!takes_sequences) {
+        return "input '" + name + "' is a sequence, where " + node.op_type() + " takes tensors";
+      }
+    }
+    return "";
+  }
+
   void set_output_type(const std::string& name, const ox::TypeProto& inferred) {
     Value& v = values_[name];
     auto declared = declared_.find(name);
+    if (declared != declared_.end() &&
+        declared->second.value_case() != ox::TypeProto::VALUE_NOT_SET &&
+        inferred.value_case() != ox::TypeProto::VALUE_NOT_SET &&
+        declared->second.value_case() != inferred.value_case()) {
+      fail("'" + name + "' is declared a " + type_kind(declared->second) +
+           " (value_info or graph "
+           "output) but its node makes a " +
+           type_kind(inferred));
+    }
     v.type = merge_types(declared == declared_.end() ? nullptr : &declared->second, inferred);
     if (v.type.value_case() != ox::TypeProto::VALUE_NOT_SET) types_[name] = &v.type;
   }
@@ -2221,8 +2295,7 @@ class OnnxImporter {
     v.runtime = true;
     v.tensor = tensor;
     if (!known_tensor(v.type)) {
-      fail(node_label(node, index) + ": output '" + out + "': " + describe_unknown(v.type) +
-           (error.empty() ? "" : " (" + error + ")"));
+      fail(node_label(node, index) + ": output '" + out + "': " + describe_unknown(v.type, error));
     }
     for (int i = 1; i < node.output_size(); ++i) {
       if (!node.output(i).empty()) values_[node.output(i)].runtime = true;  // unused (classify)
@@ -2330,8 +2403,8 @@ class OnnxImporter {
         continue;
       }
       if (!info) {
-        fail(node_label(node, index) + ": output '" + name + "': " + describe_unknown(v.type) +
-             (error.empty() ? "" : " (" + error + ")"));
+        fail(node_label(node, index) + ": output '" + name +
+             "': " + describe_unknown(v.type, error));
       }
       const int64_t bytes =
           tensor_bytes(*info, node_label(node, index) + ": output '" + name + "'");

@@ -123,6 +123,14 @@ class ModelBuilder {
     for (int64_t v : values) t->add_int64_data(v);
     return *this;
   }
+  // An int64 scalar initializer (rank 0).
+  ModelBuilder& int_scalar(const std::string& name, int64_t value) {
+    int_constant(name, {value});
+    model_.mutable_graph()
+        ->mutable_initializer(model_.graph().initializer_size() - 1)
+        ->clear_dims();
+    return *this;
+  }
   ModelBuilder& float_constant(const std::string& name, const std::vector<float>& values) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
@@ -1378,10 +1386,8 @@ TEST(OnnxImportTest, SplitToSequenceAndSequenceAtGiveEachPiecesShape) {
   // unbound along axis 0.
   ModelBuilder m(17);
   m.input("qkv", {2, 16, 96}).input("stacked", {3, 2, 8});
-  m.int_constant("piece", {32});
-  m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();  // a scalar: pieces of 32
-  for (int64_t i : {0, 1, 2}) m.int_constant("at" + std::to_string(i), {i});
-  for (int i = 1; i <= 3; ++i) m.proto().mutable_graph()->mutable_initializer(i)->clear_dims();
+  m.int_scalar("piece", 32);
+  for (int64_t i : {0, 1, 2}) m.int_scalar("at" + std::to_string(i), i);
   ModelBuilder::attr(m.node("SplitToSequence", {"qkv", "piece"}, {"parts"}, "chunk"), "axis",
                      int64_t{-1});
   m.node("SequenceAt", {"parts", "at0"}, {"q"}, "q");
@@ -1417,12 +1423,9 @@ TEST(OnnxImportTest, SequencesBuiltAndTakenApartKeepTheirTensorsShapes) {
   // SequenceErase at 0; ConcatFromSequence joined and stacked; SequenceLength folds to 3.
   ModelBuilder m(17);
   m.input("x", {10, 6}).input("y", {2, 6});
-  m.int_constant("four", {4});
-  m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();
-  m.int_constant("minus_one", {-1});
-  m.proto().mutable_graph()->mutable_initializer(1)->clear_dims();
-  m.int_constant("zero", {0});
-  m.proto().mutable_graph()->mutable_initializer(2)->clear_dims();
+  m.int_scalar("four", 4);
+  m.int_scalar("minus_one", -1);
+  m.int_scalar("zero", 0);
   m.node("SplitToSequence", {"x", "four"}, {"pieces"}, "split");
   ModelBuilder::attr(m.node("ConcatFromSequence", {"pieces"}, {"joined"}, "join"), "axis",
                      int64_t{0});
@@ -1459,6 +1462,47 @@ TEST(OnnxImportTest, SequencesBuiltAndTakenApartKeepTheirTensorsShapes) {
   EXPECT_EQ(op_named(g, "scaled").inputs.size(), 1u);
 }
 
+TEST(OnnxImportTest, SequenceOpsFollowTheOperatorReferenceAtTheirEdges) {
+  // x: [6, 4]. keepdims is ignored when split is given; Insert and Erase at a position known only
+  // at run time, where every tensor has one shape; ConcatFromSequence stacking on axis -1 (the
+  // new last axis); SequenceEmpty of int32; a sequence of weights, folded, charged where read;
+  // a sequence as a graph output.
+  ModelBuilder m(17);
+  m.input("x", {6, 4}).input("i", {}, "", ox::TensorProto_DataType_INT64);
+  m.weight("w1", {2, 4}).weight("w2", {2, 4});
+  m.int_scalar("two", 2);
+  ox::NodeProto& split = m.node("SplitToSequence", {"x", "two"}, {"pieces"}, "split");
+  ModelBuilder::attr(split, "keepdims", int64_t{0});  // ignored: split is given
+  m.node("SequenceInsert", {"pieces", "pieces_first", "i"}, {"more"}, "insert");
+  m.node("SequenceAt", {"pieces", "i"}, {"pieces_first"}, "first");
+  m.node("SequenceErase", {"more", "i"}, {"fewer"}, "erase");
+  ox::NodeProto& stack = m.node("ConcatFromSequence", {"fewer"}, {"stacked"}, "stack");
+  ModelBuilder::attr(stack, "axis", int64_t{-1});
+  ModelBuilder::attr(stack, "new_axis", int64_t{1});
+  ModelBuilder::attr(m.node("SequenceEmpty", {}, {"empty"}, "empty"), "dtype",
+                     int64_t{ox::TensorProto_DataType_INT32});
+  m.node("SequenceConstruct", {"w1", "w2"}, {"weights"}, "weights");
+  ModelBuilder::attr(m.node("ConcatFromSequence", {"weights"}, {"w"}, "w"), "axis", int64_t{0});
+  m.node("MatMul", {"stacked_flat", "w"}, {"y"}, "use");
+  m.node("Transpose", {"x"}, {"stacked_flat"}, "xt");
+  m.output("y").output("stacked").output("empty").output("fewer");
+  ox::NodeProto& xt = *m.proto().mutable_graph()->mutable_node(m.proto().graph().node_size() - 1);
+  ModelBuilder::attr(xt, "perm", std::vector<int64_t>{0, 1});
+  const Graph g = read_onnx_file(m.save("sequence_edges.onnx"), {}).graph;
+  EXPECT_EQ(op_named(g, "split").extra["sequence_shapes"],
+            Json::parse("[[[2, 4], [2, 4], [2, 4]]]"));
+  EXPECT_EQ(op_named(g, "insert").extra["sequence_shapes"],
+            Json::parse("[[[2, 4], [2, 4], [2, 4], [2, 4]]]"));
+  EXPECT_EQ(op_named(g, "erase").extra["sequence_shapes"],
+            Json::parse("[[[2, 4], [2, 4], [2, 4]]]"));
+  EXPECT_EQ(op_named(g, "stack").extra["output_shapes"], Json::parse("[[2, 4, 3]]"));
+  EXPECT_EQ(op_named(g, "empty").extra["sequence_shapes"], Json::parse("[[]]"));
+  EXPECT_EQ(op_named(g, "empty").output_bytes, std::vector<int64_t>{0});
+  // The weights' sequence and its concatenation fold; the MatMul carries both weights.
+  EXPECT_FALSE(g.find_op("weights").has_value());
+  EXPECT_EQ(op_named(g, "use").param_bytes, 2 * (2 * 4 * 4));
+}
+
 TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
   const auto import_error = [](const std::string& file,
                                const std::function<void(ModelBuilder&)>& build) {
@@ -1475,7 +1519,8 @@ TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
                    "(dplace's sequence rule: "),
             std::string::npos)
       << e;
-  EXPECT_NE(e.find("its split (input 1) is not a constant scalar or 1-D tensor"), std::string::npos)
+  EXPECT_NE(e.find("its split (input 1) is not a constant int32 or int64 scalar or 1-D tensor"),
+            std::string::npos)
       << e;
   e = import_error("seq_sizes.onnx", [](ModelBuilder& m) {
     m.int_constant("sizes", {4, 4});
@@ -1484,14 +1529,12 @@ TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
   });
   EXPECT_NE(e.find("its split sizes add up to 8, not 10 (the split axis)"), std::string::npos) << e;
   e = import_error("seq_position.onnx", [](ModelBuilder& m) {
-    m.int_constant("five", {5});
-    m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();
+    m.int_scalar("five", 5);
     m.node("SplitToSequence", {"x"}, {"s"}, "split");  // ten pieces of one row
     m.node("SequenceAt", {"s", "five"}, {"a"}, "at");
     m.node("SequenceErase", {"s", "five"}, {"b"}, "erase");
     m.node("SequenceAt", {"b", "i"}, {"c"}, "at_runtime");  // all [1, 6]: fine
-    m.int_constant("ten", {10});
-    m.proto().mutable_graph()->mutable_initializer(1)->clear_dims();
+    m.int_scalar("ten", 10);
     m.node("SequenceAt", {"s", "ten"}, {"d"}, "past_the_end");
     m.output("a").output("c").output("d");
   });
@@ -1501,8 +1544,7 @@ TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
             std::string::npos)
       << e;
   e = import_error("seq_runtime_position.onnx", [](ModelBuilder& m) {
-    m.int_constant("four", {4});
-    m.proto().mutable_graph()->mutable_initializer(0)->clear_dims();
+    m.int_scalar("four", 4);
     m.node("SplitToSequence", {"x", "four"}, {"s"}, "split");  // 4, 4, 2 rows
     m.node("SequenceAt", {"s", "i"}, {"a"}, "at");
     m.output("a");
@@ -1550,11 +1592,55 @@ TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
                    "1000000 tensors together"),
             std::string::npos)
       << e;
+  e = import_error("seq_add.onnx", [](ModelBuilder& m) {
+    m.node("SplitToSequence", {"x"}, {"s"}, "split");
+    m.node("Add", {"s", "s"}, {"y"}, "add");
+    m.output("y");
+  });
+  EXPECT_NE(e.find("node 'add' (Add): output 'y': its type could not be inferred (input 's' is a "
+                   "sequence, where Add takes tensors)"),
+            std::string::npos)
+      << e;
+  e = import_error("seq_declared.onnx", [](ModelBuilder& m) {
+    m.node("SplitToSequence", {"x"}, {"s"}, "split");
+    auto* out = m.proto().mutable_graph()->add_output();
+    out->set_name("s");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(ox::TensorProto_DataType_FLOAT);
+  });
+  EXPECT_NE(e.find("'s' is declared a tensor (value_info or graph output) but its node makes a "
+                   "sequence"),
+            std::string::npos)
+      << e;
+  e = import_error("seq_new_axis.onnx", [](ModelBuilder& m) {
+    m.node("SplitToSequence", {"x"}, {"s"}, "split");
+    ox::NodeProto& cat = m.node("ConcatFromSequence", {"s"}, {"y"}, "cat");
+    ModelBuilder::attr(cat, "axis", int64_t{0});
+    ModelBuilder::attr(cat, "new_axis", int64_t{2});
+    m.output("y");
+  });
+  EXPECT_NE(e.find("its new_axis is 2, not 0 or 1"), std::string::npos) << e;
+  e = import_error("seq_attribute.onnx", [](ModelBuilder& m) {
+    ox::NodeProto& split = m.node("SplitToSequence", {"x"}, {"s"}, "split");
+    ModelBuilder::attr(split, "axis", std::string("zero"));
+    m.output("s");
+  });
+  EXPECT_NE(e.find("(ONNX: "), std::string::npos) << e;
+  EXPECT_NE(e.find("axis"), std::string::npos) << e;
+  e = import_error("seq_insert_range.onnx", [](ModelBuilder& m) {
+    m.int_scalar("minus_three", -3);
+    m.node("SequenceConstruct", {"x"}, {"s"}, "construct");
+    m.node("SequenceInsert", {"s", "x", "minus_three"}, {"t"}, "insert");
+    m.output("t");
+  });
+  EXPECT_NE(e.find("position -3 is out of range for a sequence of 1 tensors"), std::string::npos)
+      << e;
   e = import_error("seq_inputs.onnx", [](ModelBuilder& m) {
     m.node("SequenceAt", {"x"}, {"a"}, "at");
     m.output("a");
   });
-  EXPECT_NE(e.find("it has 1 inputs; SequenceAt takes 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("(ONNX: Node (at) has input size 1 not in range [min=2, max=2].)"),
+            std::string::npos)
+      << e;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,7 +36,6 @@
 
 namespace dplace::onnx_detail {
 
-// One input of a node as the importer knows it.
 // A sequence value whose elements dplace knows: ONNX types give a sequence's element type, not
 // its length or each element's shape.
 struct SequenceInfo {
@@ -44,6 +43,7 @@ struct SequenceInfo {
   std::vector<TensorInfo> elements;
 };
 
+// One input of a node as the importer knows it.
 struct NodeInput {
   const ox::TypeProto* type = nullptr;          // nullptr: absent, or its type is unknown
   const std::vector<double>* values = nullptr;  // a constant input's values, when known
@@ -70,12 +70,19 @@ std::optional<RuleResult> infer_newer_op(const ox::NodeProto& node, int opset,
 std::optional<RuleResult> infer_contrib_op(const ox::NodeProto& node,
                                            const std::vector<NodeInput>& inputs);
 
-// The output types of `node` when it is one of ONNX's sequence ops (default domain):
-// SplitToSequence, SequenceConstruct, SequenceEmpty, SequenceInsert, SequenceErase, SequenceAt,
-// SequenceLength, ConcatFromSequence (onnx_sequence_ops.cc); nullopt for any other node. A
-// sequence output's elements are in `sequences`; every sequence input's must be known.
-std::optional<RuleResult> infer_sequence_op(const ox::NodeProto& node,
-                                            const std::vector<NodeInput>& inputs);
+// The ops that make a sequence dplace knows the tensors of, for messages.
+inline constexpr const char* kSequenceMakers =
+    "SplitToSequence, SequenceConstruct, SequenceEmpty, SequenceInsert and SequenceErase";
+
+// Whether `node` is one of ONNX's sequence ops that infer_sequence_op reads: SplitToSequence,
+// SequenceConstruct, SequenceEmpty, SequenceInsert, SequenceErase, SequenceAt, SequenceLength,
+// ConcatFromSequence (default domain).
+bool is_sequence_op(const ox::NodeProto& node);
+
+// The output types of sequence op `node` (onnx_sequence_ops.cc); a sequence output's elements are
+// in `sequences`, and every sequence input's must be known. REQUIRES: is_sequence_op(node), and
+// the node passed its ONNX schema's Verify (input and output counts, attribute types).
+RuleResult infer_sequence_op(const ox::NodeProto& node, const std::vector<NodeInput>& inputs);
 
 // ---------------------------------------------------------------------------------------------
 // What the rules share.

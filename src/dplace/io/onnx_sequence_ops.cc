@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,11 +56,35 @@ const SequenceInfo* need_sequence(const RuleInputs& in, size_t slot, RuleResult&
   const SequenceInfo* s = in.sequence(slot);
   if (s == nullptr && result.error.empty()) {
     result.error = slot_name(slot) +
-                   " is a sequence whose elements dplace does not know (it reads sequences made "
-                   "by SplitToSequence, SequenceConstruct, SequenceEmpty, SequenceInsert and "
-                   "SequenceErase)";
+                   " is a sequence whose tensors dplace does not know (it knows those that " +
+                   kSequenceMakers + " make)";
   }
   return s;
+}
+
+// The sum of split sizes, or nullopt with an error in `result` for a negative size or an overflow.
+std::optional<int64_t> sum_of_sizes(const std::vector<int64_t>& sizes, RuleResult& result) {
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) {
+      result.error = "its split sizes include a negative one";
+      return std::nullopt;
+    }
+    if (!checked_add(total, s, total, result)) return std::nullopt;
+  }
+  return total;
+}
+
+bool is_index_type(int32_t elem_type) {
+  return elem_type == ox::TensorProto_DataType_INT32 || elem_type == ox::TensorProto_DataType_INT64;
+}
+
+// Whether every tensor of `s` has shape `dims`.
+bool all_shaped_like(const SequenceInfo& s, const std::vector<int64_t>& dims) {
+  for (const TensorInfo& e : s.elements) {
+    if (e.dims != dims) return false;
+  }
+  return true;
 }
 
 // A tensor input's type and shape, or an error in `result`.
@@ -77,8 +100,9 @@ std::optional<TensorInfo> need_tensor(const RuleInputs& in, size_t slot, RuleRes
 std::optional<size_t> position(const RuleInputs& in, size_t slot, size_t n, bool insert,
                                RuleResult& result) {
   std::optional<std::vector<int64_t>> given = in.ints(slot);
-  if (!given || given->size() != 1) {
-    result.error = "its position (" + slot_name(slot) + ") is not a constant scalar";
+  std::optional<std::vector<int64_t>> dims = in.dims(slot);
+  if (!is_index_type(in.elem_type(slot)) || !given || !dims || !dims->empty()) {
+    result.error = "its position (" + slot_name(slot) + ") is not a constant int32 or int64 scalar";
     return std::nullopt;
   }
   const int64_t p = (*given)[0];
@@ -118,8 +142,8 @@ void split_to_sequence_rule(const RuleInputs& in, RuleResult& result) {
   } else {
     std::optional<std::vector<int64_t>> split = in.ints(1);
     std::optional<std::vector<int64_t>> split_dims = in.dims(1);
-    if (!split || !split_dims || split_dims->size() > 1) {
-      result.error = "its split (input 1) is not a constant scalar or 1-D tensor";
+    if (!is_index_type(in.elem_type(1)) || !split || !split_dims || split_dims->size() > 1) {
+      result.error = "its split (input 1) is not a constant int32 or int64 scalar or 1-D tensor";
       return;
     }
     if (split_dims->empty()) {
@@ -131,16 +155,10 @@ void split_to_sequence_rule(const RuleInputs& in, RuleResult& result) {
       if (too_long(length / piece + (length % piece != 0 ? 1 : 0))) return;
       for (int64_t at = 0; at < length; at += piece) sizes.push_back(std::min(piece, length - at));
     } else {
-      int64_t total = 0;
-      for (int64_t s : *split) {
-        if (s < 0) {
-          result.error = "its split sizes include a negative one";
-          return;
-        }
-        if (!checked_add(total, s, total, result)) return;
-      }
-      if (total != length) {
-        result.error = "its split sizes add up to " + std::to_string(total) + ", not " +
+      const std::optional<int64_t> total = sum_of_sizes(*split, result);
+      if (!total) return;
+      if (*total != length) {
+        result.error = "its split sizes add up to " + std::to_string(*total) + ", not " +
                        std::to_string(length) + " (the split axis)";
         return;
       }
@@ -193,11 +211,11 @@ void sequence_insert_rule(const RuleInputs& in, RuleResult& result) {
     return;
   }
   size_t at = s->elements.size();
-  if (in.present(2)) {
+  if (in.present(2) && !(in.values(2) == nullptr && all_shaped_like(*s, x->dims))) {
     std::optional<size_t> p = position(in, 2, s->elements.size(), true, result);
     if (!p) return;
     at = *p;
-  }
+  }  // else every tensor has one shape: where the new one goes does not matter
   SequenceInfo out = *s;
   out.elements.insert(out.elements.begin() + static_cast<std::ptrdiff_t>(at), std::move(*x));
   set_sequence(result, 0, std::move(out));
@@ -211,11 +229,11 @@ void sequence_erase_rule(const RuleInputs& in, RuleResult& result) {
     return;
   }
   size_t at = s->elements.size() - 1;
-  if (in.present(1)) {
+  if (in.present(1) && !(in.values(1) == nullptr && all_shaped_like(*s, s->elements[0].dims))) {
     std::optional<size_t> p = position(in, 1, s->elements.size(), false, result);
     if (!p) return;
     at = *p;
-  }
+  }  // else every tensor has one shape: which one goes does not matter
   SequenceInfo out = *s;
   out.elements.erase(out.elements.begin() + static_cast<std::ptrdiff_t>(at));
   set_sequence(result, 0, std::move(out));
@@ -230,15 +248,13 @@ void sequence_at_rule(const RuleInputs& in, RuleResult& result) {
     result.error = "it reads from an empty sequence";
     return;
   }
-  if (in.values(1) == nullptr) {
-    for (const TensorInfo& e : s->elements) {
-      if (e.dims != s->elements.front().dims) {
-        result.error =
-            "its position (input 1) is not constant and the sequence's tensors differ in shape";
-        return;
-      }
-    }
+  if (in.values(1) == nullptr && all_shaped_like(*s, s->elements.front().dims)) {
     set_output(result, 0, s->elem_type, s->elements.front().dims);
+    return;
+  }
+  if (in.values(1) == nullptr) {
+    result.error =
+        "its position (input 1) is not constant and the sequence's tensors differ in shape";
     return;
   }
   std::optional<size_t> p = position(in, 1, s->elements.size(), false, result);
@@ -264,7 +280,12 @@ void concat_from_sequence_rule(const RuleInputs& in, RuleResult& result) {
     result.error = "it has no axis attribute";
     return;
   }
-  const bool stack = attr_int(in.node(), "new_axis", 0) != 0;
+  const int64_t new_axis = attr_int(in.node(), "new_axis", 0);
+  if (new_axis != 0 && new_axis != 1) {
+    result.error = "its new_axis is " + std::to_string(new_axis) + ", not 0 or 1";
+    return;
+  }
+  const bool stack = new_axis == 1;
   const std::vector<int64_t>& first = s->elements.front().dims;
   const size_t rank = first.size() + (stack ? 1 : 0);
   std::optional<int64_t> axis = normalize_axis(attr_int(in.node(), "axis", 0), rank);
@@ -296,56 +317,33 @@ void concat_from_sequence_rule(const RuleInputs& in, RuleResult& result) {
 struct SequenceOp {
   const char* op;
   Rule rule;
-  int min_inputs;  // the inputs the op requires
-  int max_inputs;
 };
-
-constexpr int kVariadic = std::numeric_limits<int>::max();
 
 constexpr SequenceOp kSequenceOps[] = {
-    {"SplitToSequence", split_to_sequence_rule, 1, 2},
-    {"SequenceConstruct", sequence_construct_rule, 1, kVariadic},
-    {"SequenceEmpty", sequence_empty_rule, 0, 0},
-    {"SequenceInsert", sequence_insert_rule, 2, 3},
-    {"SequenceErase", sequence_erase_rule, 1, 2},
-    {"SequenceAt", sequence_at_rule, 2, 2},
-    {"SequenceLength", sequence_length_rule, 1, 1},
-    {"ConcatFromSequence", concat_from_sequence_rule, 1, 1},
+    {"SplitToSequence", split_to_sequence_rule}, {"SequenceConstruct", sequence_construct_rule},
+    {"SequenceEmpty", sequence_empty_rule},      {"SequenceInsert", sequence_insert_rule},
+    {"SequenceErase", sequence_erase_rule},      {"SequenceAt", sequence_at_rule},
+    {"SequenceLength", sequence_length_rule},    {"ConcatFromSequence", concat_from_sequence_rule},
 };
+
+const SequenceOp* find_sequence_op(const ox::NodeProto& node) {
+  if (!canonical_domain(node.domain()).empty()) return nullptr;
+  for (const SequenceOp& sequence_op : kSequenceOps) {
+    if (sequence_op.op == node.op_type()) return &sequence_op;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
-std::optional<RuleResult> infer_sequence_op(const ox::NodeProto& node,
-                                            const std::vector<NodeInput>& inputs) {
-  if (!canonical_domain(node.domain()).empty()) return std::nullopt;
-  for (const SequenceOp& sequence_op : kSequenceOps) {
-    if (sequence_op.op != node.op_type()) continue;
-    RuleResult result;
-    result.outputs.resize(static_cast<size_t>(node.output_size()));
-    result.sequences.resize(static_cast<size_t>(node.output_size()));
-    const RuleInputs in(node, inputs);
-    int given = 0;
-    for (int slot = 0; slot < node.input_size(); ++slot)
-      given = in.present(slot) ? slot + 1 : given;
-    bool required_present = true;
-    for (int slot = 0; slot < sequence_op.min_inputs; ++slot) {
-      required_present = required_present && in.present(static_cast<size_t>(slot));
-    }
-    if (node.output_size() != 1) {
-      result.error = "it has " + std::to_string(node.output_size()) + " outputs, not 1";
-    } else if (!required_present || given > sequence_op.max_inputs) {
-      result.error = "it has " + std::to_string(node.input_size()) + " inputs; " + sequence_op.op +
-                     " takes " + std::to_string(sequence_op.min_inputs) +
-                     (sequence_op.max_inputs == kVariadic ? " or more"
-                      : sequence_op.max_inputs > sequence_op.min_inputs
-                          ? " to " + std::to_string(sequence_op.max_inputs)
-                          : "");
-    } else {
-      sequence_op.rule(in, result);
-    }
-    return result;
-  }
-  return std::nullopt;
+bool is_sequence_op(const ox::NodeProto& node) { return find_sequence_op(node) != nullptr; }
+
+RuleResult infer_sequence_op(const ox::NodeProto& node, const std::vector<NodeInput>& inputs) {
+  RuleResult result;
+  result.outputs.resize(static_cast<size_t>(node.output_size()));
+  result.sequences.resize(static_cast<size_t>(node.output_size()));
+  find_sequence_op(node)->rule(RuleInputs(node, inputs), result);
+  return result;
 }
 
 }  // namespace dplace::onnx_detail
