@@ -87,6 +87,18 @@ bool all_shaped_like(const SequenceInfo& s, const std::vector<int64_t>& dims) {
   return true;
 }
 
+// Input `slot`'s elements when it has some, or an error in `result` that says the op `does` (reads
+// from, erases from ...) an empty sequence.
+const SequenceInfo* need_tensors(const RuleInputs& in, size_t slot, const std::string& does,
+                                 RuleResult& result) {
+  const SequenceInfo* s = need_sequence(in, slot, result);
+  if (s != nullptr && s->elements.empty()) {
+    result.error = "it " + does + " an empty sequence";
+    return nullptr;
+  }
+  return s;
+}
+
 // A tensor input's type and shape, or an error in `result`.
 std::optional<TensorInfo> need_tensor(const RuleInputs& in, size_t slot, RuleResult& result) {
   std::optional<std::vector<int64_t>> d = need_dims(in, slot, result);
@@ -222,12 +234,8 @@ void sequence_insert_rule(const RuleInputs& in, RuleResult& result) {
 }
 
 void sequence_erase_rule(const RuleInputs& in, RuleResult& result) {
-  const SequenceInfo* s = need_sequence(in, 0, result);
+  const SequenceInfo* s = need_tensors(in, 0, "erases from", result);
   if (s == nullptr) return;
-  if (s->elements.empty()) {
-    result.error = "it erases from an empty sequence";
-    return;
-  }
   size_t at = s->elements.size() - 1;
   if (in.present(1) && !(in.values(1) == nullptr && all_shaped_like(*s, s->elements[0].dims))) {
     std::optional<size_t> p = position(in, 1, s->elements.size(), false, result);
@@ -242,12 +250,8 @@ void sequence_erase_rule(const RuleInputs& in, RuleResult& result) {
 // SequenceAt: the element at a constant position; at a position known only at run time, the
 // shape all the elements share.
 void sequence_at_rule(const RuleInputs& in, RuleResult& result) {
-  const SequenceInfo* s = need_sequence(in, 0, result);
+  const SequenceInfo* s = need_tensors(in, 0, "reads from", result);
   if (s == nullptr) return;
-  if (s->elements.empty()) {
-    result.error = "it reads from an empty sequence";
-    return;
-  }
   if (in.values(1) == nullptr && all_shaped_like(*s, s->elements.front().dims)) {
     set_output(result, 0, s->elem_type, s->elements.front().dims);
     return;
@@ -270,12 +274,8 @@ void sequence_length_rule(const RuleInputs& in, RuleResult& result) {
 // ConcatFromSequence-11: the elements joined along `axis`, or stacked on a new axis there when
 // `new_axis` is 1.
 void concat_from_sequence_rule(const RuleInputs& in, RuleResult& result) {
-  const SequenceInfo* s = need_sequence(in, 0, result);
+  const SequenceInfo* s = need_tensors(in, 0, "concatenates", result);
   if (s == nullptr) return;
-  if (s->elements.empty()) {
-    result.error = "it concatenates an empty sequence";
-    return;
-  }
   if (find_attr(in.node(), "axis") == nullptr) {
     result.error = "it has no axis attribute";
     return;
