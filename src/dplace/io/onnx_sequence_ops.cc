@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,7 +114,8 @@ std::optional<size_t> position(const RuleInputs& in, size_t slot, size_t n, bool
                                RuleResult& result) {
   std::optional<std::vector<int64_t>> given = in.ints(slot);
   std::optional<std::vector<int64_t>> dims = in.dims(slot);
-  if (!is_index_type(in.elem_type(slot)) || !given || !dims || !dims->empty()) {
+  if (!is_index_type(in.elem_type(slot)) || !given || given->size() != 1 || !dims ||
+      !dims->empty()) {
     result.error = "its position (" + slot_name(slot) + ") is not a constant int32 or int64 scalar";
     return std::nullopt;
   }
@@ -154,18 +156,20 @@ void split_to_sequence_rule(const RuleInputs& in, RuleResult& result) {
   } else {
     std::optional<std::vector<int64_t>> split = in.ints(1);
     std::optional<std::vector<int64_t>> split_dims = in.dims(1);
-    if (!is_index_type(in.elem_type(1)) || !split || !split_dims || split_dims->size() > 1) {
+    if (!is_index_type(in.elem_type(1)) || !split || !split_dims || split_dims->size() > 1 ||
+        static_cast<int64_t>(split->size()) != (split_dims->empty() ? 1 : (*split_dims)[0])) {
       result.error = "its split (input 1) is not a constant int32 or int64 scalar or 1-D tensor";
       return;
     }
     if (split_dims->empty()) {
-      const int64_t piece = split->at(0);
+      const int64_t piece = (*split)[0];
       if (piece <= 0) {
         result.error = "its split size " + std::to_string(piece) + " is not positive";
         return;
       }
-      if (too_long(length / piece + (length % piece != 0 ? 1 : 0))) return;
-      for (int64_t at = 0; at < length; at += piece) sizes.push_back(std::min(piece, length - at));
+      const int64_t pieces = length / piece + (length % piece != 0 ? 1 : 0);
+      if (too_long(pieces)) return;
+      for (int64_t k = 0; k < pieces; ++k) sizes.push_back(std::min(piece, length - k * piece));
     } else {
       const std::optional<int64_t> total = sum_of_sizes(*split, result);
       if (!total) return;
@@ -207,7 +211,8 @@ void sequence_construct_rule(const RuleInputs& in, RuleResult& result) {
 
 void sequence_empty_rule(const RuleInputs& in, RuleResult& result) {
   const int64_t dtype = attr_int(in.node(), "dtype", ox::TensorProto_DataType_FLOAT);
-  if (!is_element_type(static_cast<int32_t>(dtype))) {
+  if (dtype < 0 || dtype > std::numeric_limits<int32_t>::max() ||
+      !is_element_type(static_cast<int32_t>(dtype))) {
     result.error = "its dtype " + std::to_string(dtype) + " is no element type";
     return;
   }
