@@ -2192,18 +2192,34 @@ class OnnxImporter {
     return "";
   }
 
+  // A value declared (value_info, graph output) a tensor that its node makes a sequence, or the
+  // other way round, or a sequence of other tensors, is an error: the file contradicts itself.
+  void check_declared_kind(const std::string& name, const ox::TypeProto& declared,
+                           const ox::TypeProto& inferred) const {
+    if (declared.value_case() == ox::TypeProto::VALUE_NOT_SET ||
+        inferred.value_case() == ox::TypeProto::VALUE_NOT_SET) {
+      return;
+    }
+    if (declared.value_case() != inferred.value_case()) {
+      fail("'" + name + "' is declared a " + type_kind(declared) +
+           " (value_info or graph output) but its node makes a " + type_kind(inferred));
+    }
+    if (!declared.has_sequence_type()) return;
+    const auto& d = declared.sequence_type().elem_type();
+    const auto& i = inferred.sequence_type().elem_type();
+    if (d.has_tensor_type() && i.has_tensor_type() && d.tensor_type().elem_type() != 0 &&
+        d.tensor_type().elem_type() != i.tensor_type().elem_type()) {
+      fail(fmt::format(
+          "'{}' is declared a sequence of element type {} (value_info or graph output) but its "
+          "node makes one of element type {}",
+          name, d.tensor_type().elem_type(), i.tensor_type().elem_type()));
+    }
+  }
+
   void set_output_type(const std::string& name, const ox::TypeProto& inferred) {
     Value& v = values_[name];
     auto declared = declared_.find(name);
-    if (declared != declared_.end() &&
-        declared->second.value_case() != ox::TypeProto::VALUE_NOT_SET &&
-        inferred.value_case() != ox::TypeProto::VALUE_NOT_SET &&
-        declared->second.value_case() != inferred.value_case()) {
-      fail("'" + name + "' is declared a " + type_kind(declared->second) +
-           " (value_info or graph "
-           "output) but its node makes a " +
-           type_kind(inferred));
-    }
+    if (declared != declared_.end()) check_declared_kind(name, declared->second, inferred);
     v.type = merge_types(declared == declared_.end() ? nullptr : &declared->second, inferred);
     if (v.type.value_case() != ox::TypeProto::VALUE_NOT_SET) types_[name] = &v.type;
   }

@@ -1611,6 +1611,20 @@ TEST(OnnxImportTest, SequencesDplaceCannotFollowAreFormatErrors) {
                    "sequence"),
             std::string::npos)
       << e;
+  e = import_error("seq_declared_type.onnx", [](ModelBuilder& m) {
+    m.node("SplitToSequence", {"x"}, {"s"}, "split");
+    auto* out = m.proto().mutable_graph()->add_output();
+    out->set_name("s");
+    out->mutable_type()
+        ->mutable_sequence_type()
+        ->mutable_elem_type()
+        ->mutable_tensor_type()
+        ->set_elem_type(ox::TensorProto_DataType_INT64);
+  });
+  EXPECT_NE(e.find("'s' is declared a sequence of element type 7 (value_info or graph output) "
+                   "but its node makes one of element type 1"),
+            std::string::npos)
+      << e;
   e = import_error("seq_new_axis.onnx", [](ModelBuilder& m) {
     m.node("SplitToSequence", {"x"}, {"s"}, "split");
     ox::NodeProto& cat = m.node("ConcatFromSequence", {"s"}, {"y"}, "cat");
