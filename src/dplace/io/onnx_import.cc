@@ -329,8 +329,9 @@ std::string describe_unknown_tensor(const ox::TypeProto& type) {
 // (or ""), added in parentheses.
 std::string describe_unknown(const ox::TypeProto& type, const std::string& reason) {
   const std::string why = reason.empty() ? "" : " (" + reason + ")";
-  if (type.value_case() == ox::TypeProto::VALUE_NOT_SET)
+  if (type.value_case() == ox::TypeProto::VALUE_NOT_SET) {
     return "its type could not be inferred" + why;
+  }
   if (type.has_sequence_type()) {
     return "it is a sequence whose tensors dplace does not know" +
            (reason.empty() ? " (it knows those that " + std::string(kSequenceMakers) + " make)"
@@ -2105,21 +2106,21 @@ class OnnxImporter {
         error = std::string("ONNX: ") + e.what();
         return out;
       }
-      std::optional<RuleResult> sequence = infer_sequence_op(node, inputs);
-      if (!sequence->error.empty()) error = "dplace's sequence rule: " + sequence->error;
-      for (size_t i = 0; i < sequence->sequences.size(); ++i) {
-        if (sequence->sequences[i] && !node.output(static_cast<int>(i)).empty()) {
+      RuleResult sequence = infer_sequence_op(node, inputs);
+      if (!sequence.error.empty()) error = "dplace's sequence rule: " + sequence.error;
+      for (size_t i = 0; i < sequence.sequences.size(); ++i) {
+        if (sequence.sequences[i] && !node.output(static_cast<int>(i)).empty()) {
           // Each sequence op copies its input's list: a long chain of SequenceInserts would hold
           // a quadratic number of tensors.
-          sequence_tensors_ += static_cast<int64_t>(sequence->sequences[i]->elements.size());
+          sequence_tensors_ += static_cast<int64_t>(sequence.sequences[i]->elements.size());
           if (sequence_tensors_ > kMaxSequenceTensors) {
             fail(fmt::format("{}: the model's sequences hold more than {} tensors together",
                              node_label(node, index), kMaxSequenceTensors));
           }
-          values_[node.output(static_cast<int>(i))].sequence = std::move(sequence->sequences[i]);
+          values_[node.output(static_cast<int>(i))].sequence = std::move(sequence.sequences[i]);
         }
       }
-      return std::move(sequence->outputs);
+      return std::move(sequence.outputs);
     }
     if (domain.empty()) {
       std::optional<RuleResult> newer = infer_newer_op(node, opset_of(""), inputs);
