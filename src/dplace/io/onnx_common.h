@@ -190,6 +190,28 @@ inline std::string canonical_domain(const std::string& domain) {
   return domain == "ai.onnx" ? std::string() : domain;
 }
 
+// Calls visit(graph) for each graph attribute `a` holds (`g`, and each of `graphs`).
+template <typename Visit>
+void visit_attribute_graphs(const ox::AttributeProto& a, Visit&& visit) {
+  if (a.has_g()) visit(a.g());
+  for (const auto& g : a.graphs()) visit(g);
+}
+template <typename Visit>
+void visit_attribute_graphs(ox::AttributeProto& a, Visit&& visit) {
+  if (a.has_g()) visit(*a.mutable_g());
+  for (auto& g : *a.mutable_graphs()) visit(g);
+}
+
+// Calls visit(graph) for each subgraph of `node` (an If's branches, a Loop's body ...).
+template <typename Visit>
+void visit_subgraphs(const ox::NodeProto& node, Visit&& visit) {
+  for (const auto& a : node.attribute()) visit_attribute_graphs(a, visit);
+}
+template <typename Visit>
+void visit_subgraphs(ox::NodeProto& node, Visit&& visit) {
+  for (auto& a : *node.mutable_attribute()) visit_attribute_graphs(a, visit);
+}
+
 // Calls visit(name) for each name `g` defines at its own level: its inputs, initializers, sparse
 // initializers and its nodes' non-empty outputs (not the names its nodes' subgraphs define).
 template <typename Visit>

@@ -186,10 +186,7 @@ class Inliner {
   }
   template <typename Names>
   static void add_subgraph_names(const ox::NodeProto& node, Names& names) {
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) add_graph_names(a.g(), names);
-      for (const auto& sub : a.graphs()) add_graph_names(sub, names);
-    }
+    visit_subgraphs(node, [&](const ox::GraphProto& sub) { add_graph_names(sub, names); });
   }
 
   // Reads the body of `f` and its attribute defaults, once.
@@ -253,14 +250,9 @@ class Inliner {
       if (enclosing + 1 + f->body.depth > kMaxCallDepth) fail_depth(*f);
       e = {1 + f->body.size, 1 + f->body.depth};
     }
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) {
-        for (const auto& n : a.g().node()) e.add(expansion(n, enclosing));
-      }
-      for (const auto& sub : a.graphs()) {
-        for (const auto& n : sub.node()) e.add(expansion(n, enclosing));
-      }
-    }
+    visit_subgraphs(node, [&](const ox::GraphProto& sub) {
+      for (const auto& n : sub.node()) e.add(expansion(n, enclosing));
+    });
     return e;
   }
   [[noreturn]] void fail_depth(const LocalFunction& f) const {
@@ -285,10 +277,7 @@ class Inliner {
   }
 
   void inline_subgraphs(ox::NodeProto& node) {
-    for (auto& a : *node.mutable_attribute()) {
-      if (a.has_g()) inline_graph(*a.mutable_g(), nullptr);
-      for (auto& sub : *a.mutable_graphs()) inline_graph(sub, nullptr);
-    }
+    visit_subgraphs(node, [&](ox::GraphProto& sub) { inline_graph(sub, nullptr); });
   }
 
   // A prefix "<base>/" (or "<base>_<n>/") under which none of the names the call makes exists.
@@ -340,14 +329,9 @@ class Inliner {
   // The domains of the nodes a body runs, in subgraphs too; calls of local functions do not run.
   void add_domains(const ox::NodeProto& node, std::set<std::string>& domains) {
     if (callee(node) == nullptr) domains.insert(canonical_domain(node.domain()));
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) {
-        for (const auto& n : a.g().node()) add_domains(n, domains);
-      }
-      for (const auto& sub : a.graphs()) {
-        for (const auto& n : sub.node()) add_domains(n, domains);
-      }
-    }
+    visit_subgraphs(node, [&](const ox::GraphProto& sub) {
+      for (const auto& n : sub.node()) add_domains(n, domains);
+    });
   }
 
   // What a specialised body reads its names and attributes from.
@@ -440,10 +424,7 @@ class Inliner {
         a.set_name(name);
         charge_copied_graphs(a);
       }
-      if (!from_call) {
-        if (a.has_g()) rename_graph(*a.mutable_g(), b);
-        for (auto& sub : *a.mutable_graphs()) rename_graph(sub, b);
-      }
+      if (!from_call) visit_attribute_graphs(a, [&](ox::GraphProto& sub) { rename_graph(sub, b); });
       ++i;
     }
   }
@@ -451,10 +432,8 @@ class Inliner {
   // Counts the nodes of the graphs an attribute value copied from the call or a default holds:
   // expansion() counts each such graph once, a body may refer to it from many nodes.
   void charge_copied_graphs(const ox::AttributeProto& a) {
-    double nodes = 0;
-    if (a.has_g()) nodes += count_nodes(a.g());
-    for (const auto& sub : a.graphs()) nodes += count_nodes(sub);
-    copied_nodes_ += nodes;
+    visit_attribute_graphs(a,
+                           [&](const ox::GraphProto& sub) { copied_nodes_ += count_nodes(sub); });
     if (copied_nodes_ > kMaxInlinedNodes) {
       fail(
           fmt::format("inlining the model's functions copies more than {} nodes of graphs that "
@@ -465,10 +444,7 @@ class Inliner {
   static double count_nodes(const ox::GraphProto& g) {
     double nodes = g.node_size();
     for (const ox::NodeProto& node : g.node()) {
-      for (const auto& a : node.attribute()) {
-        if (a.has_g()) nodes += count_nodes(a.g());
-        for (const auto& sub : a.graphs()) nodes += count_nodes(sub);
-      }
+      visit_subgraphs(node, [&](const ox::GraphProto& sub) { nodes += count_nodes(sub); });
     }
     return nodes;
   }
@@ -514,7 +490,7 @@ class Inliner {
   std::unordered_set<std::string> taken_;             // every name of the model, and those made
   std::unordered_map<std::string, int> next_suffix_;  // unique_prefix's next try per base
   int unnamed_ = 0;                                   // unnamed calls so far
-  double copied_nodes_ = 0;                           // charge_copied_graphs\' count
+  double copied_nodes_ = 0;                           // charge_copied_graphs' count
 };
 
 }  // namespace

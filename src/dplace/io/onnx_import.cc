@@ -1719,10 +1719,7 @@ class OnnxImporter {
         has_subgraphs_ = true;
         // Values of this graph that the node's subgraphs read are dependencies too.
         std::set<std::string> refs;
-        for (const auto& a : node.attribute()) {
-          if (a.has_g()) collect_outer_refs(a.g(), refs);
-          for (const auto& sub : a.graphs()) collect_outer_refs(sub, refs);
-        }
+        visit_subgraphs(node, [&](const ox::GraphProto& sub) { collect_outer_refs(sub, refs); });
         for (const std::string& in : refs) {
           bool known = values_.count(in) > 0 || graph_inputs.count(in) > 0;
           auto it = producer.find(in);
@@ -1775,10 +1772,7 @@ class OnnxImporter {
     for (const auto& n : g.node()) {
       std::set<std::string> inner;
       for (const auto& in : n.input()) inner.insert(in);
-      for (const auto& a : n.attribute()) {
-        if (a.has_g()) collect_outer_refs(a.g(), inner);
-        for (const auto& sub : a.graphs()) collect_outer_refs(sub, inner);
-      }
+      visit_subgraphs(n, [&](const ox::GraphProto& sub) { collect_outer_refs(sub, inner); });
       for (const std::string& in : inner) {
         if (!in.empty() && defined.count(in) == 0) refs.insert(in);
       }
