@@ -263,6 +263,29 @@ TEST(CliTest, OnnxruntimeProfileOfAnOnnxModelMatchesNodeNames) {
       << r.err;
 }
 
+// post learns within its budget without LibTorch, polishes by default, takes the run controls
+// it shares with rl (--samples, --curve) and refuses rl's others in one line.
+TEST(CliTest, PostPlacesWithTheRunControlsItShares) {
+  const fs::path curve = temp_dir() / "post_curve.csv";
+  const RunResult r =
+      run("place two_tower --cluster paper-k80x2 --placer post --json --samples 320 "
+          "--curve " +
+          curve.string() + " --param polish=200");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  EXPECT_TRUE(doc["feasible"].get<bool>());
+  const std::string note = doc["note"];
+  EXPECT_NE(note.find("post: 320 samples"), std::string::npos) << note;
+  EXPECT_NE(note.find("polished by anneal: learned "), std::string::npos) << note;
+  // A header and one row per batch of 16.
+  const std::string rows = read_all(curve);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 1 + 320 / 16);
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer post --checkpoint x"),
+                        "placer 'post': unknown --param 'checkpoint'");
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer post --param mix=2"),
+                        "placer 'post': --param mix=2 is outside [0, 1]");
+}
+
 TEST(CliTest, OnnxModelLocalFunctionsAreInlinedAndCounted) {
   // local_functions.onnx (scripts/make-function-fixture.py): two calls of mlp.Block, each calling
   // mlp.Linear twice, then a Softmax.

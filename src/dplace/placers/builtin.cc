@@ -7,6 +7,7 @@ void register_builtin_placers() {
   register_partition_placers();
   register_sched_placers();
   register_search_placers();
+  register_post_placers();
 #ifdef DPLACE_WITH_TORCH
   register_rl_placers();
 #endif

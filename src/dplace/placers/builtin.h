@@ -24,6 +24,8 @@ void register_partition_placers();
 void register_sched_placers();
 // search/: anneal (simulated annealing with the simulator as objective).
 void register_search_placers();
+// post/: post (cross-entropy minimisation and PPO over per-group softmax distributions).
+void register_post_placers();
 // rl/: rl (reinforcement learning; only when built with DPLACE_WITH_TORCH).
 void register_rl_placers();
 

@@ -1,11 +1,8 @@
 // Registration of placer `rl`: the learning (rl_placer.h) followed by the polishing (RlOptions::
-// polish_evaluations, polish_rounds) with anneal_from's whole-device moves and simulated annealing
-// (search/anneal.h). Compiled into dplace_placers (not dplace_rl) so that the Torch library
-// depends on the placer interface's headers only and the polishing can use another placer of this
-// module; built only with DPLACE_WITH_TORCH.
-#include <fmt/format.h>
-
-#include <algorithm>
+// polish_evaluations, polish_rounds) with polish_learned's whole-device moves and simulated
+// annealing (search/anneal.h). Compiled into dplace_placers (not dplace_rl) so that the Torch
+// library depends on the placer interface's headers only and the polishing can use another placer
+// of this module; built only with DPLACE_WITH_TORCH.
 #include <chrono>
 
 #include "dplace/placers/builtin.h"
@@ -25,7 +22,7 @@ class RlPlacer final : public Placer {
     const auto start = std::chrono::steady_clock::now();
     const int64_t moves = options.polish_evaluations >= 0
                               ? options.polish_evaluations
-                              : rl::kPolishFactor * default_anneal_evaluations(*request.graph);
+                              : kPolishFactor * default_anneal_evaluations(*request.graph);
     if (moves == 0) return rl::run_rl(request, options).result;
 
     PlaceRequest learn = request;
@@ -40,26 +37,11 @@ class RlPlacer final : public Placer {
       return exact;
     }
 
-    const auto polish_start = std::chrono::steady_clock::now();
-    PlaceRequest refine = request;
-    refine.budget_seconds = std::max(
-        0.0, request.budget_seconds - std::chrono::duration<double>(polish_start - start).count());
-    PlaceResult polished = anneal_from(refine, "rl", learned.placement,
-                                       AnnealOptions{.evaluations = moves,
-                                                     .rounds = options.polish_rounds,
-                                                     .threads = options.threads,
-                                                     .progress_label = "rl: polishing"});
-    auto describe = [](const SimResult& r) {
-      return fmt::format("{:.6g} s{}", r.step_time_s, r.feasible ? "" : " (OOM)");
-    };
-    polished.evaluations += learned.evaluations;
-    polished.note = fmt::format(
-        "{}; polished by anneal: learned {}, polished {} in {:.1f} s ({})", learned.note,
-        describe(request.simulator->run(learned.placement)),
-        describe(request.simulator->run(polished.placement)),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - polish_start).count(),
-        polished.note);
-    return polished;
+    return polish_learned(request, "rl", learned, start,
+                          AnnealOptions{.evaluations = moves,
+                                        .rounds = options.polish_rounds,
+                                        .threads = options.threads,
+                                        .progress_label = "rl: polishing"});
   }
 };
 

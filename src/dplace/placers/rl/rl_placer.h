@@ -12,7 +12,7 @@
 //     ever seen (and the final greedy decoding, if better) is returned. A converged policy that
 //     stops finding better placements restarts from fresh weights (restart_patience).
 //  5. Polishing (by the registered placer in registration.cc, not by run_rl): whole-device moves,
-//     then rounds of simulated annealing from the learned placement (search/anneal.h, anneal_from;
+//     then rounds of simulated annealing from the learned placement (search/anneal.h, polish_learned;
 //     RlOptions::polish_evaluations, polish_rounds).
 //
 // Options come from PlaceRequest::params (the CLI's --param key=value); rl_options_from_params
@@ -33,9 +33,6 @@
 #include "dplace/placers/rl/reward.h"
 
 namespace dplace::rl {
-
-// Default polishing effort, in multiples of anneal's default evaluations (see RlOptions).
-inline constexpr int64_t kPolishFactor = 10;
 
 struct RlOptions {
   size_t groups = 256;  // groups placed at the finest level. Default: 256.
@@ -121,7 +118,7 @@ struct RlOptions {
   double measure_timeout_s = 0;
   // Polishing (not in the paper; done by the registered placer `rl`, not by run_rl): the learned
   // placement is re-mapped by whole-device moves and refined by simulated annealing over
-  // colocation-group moves (search/anneal.h, anneal_from) for polish_evaluations moves per round,
+  // colocation-group moves (search/anneal.h, polish_learned) for polish_evaluations moves per round,
   // which places single ops and groups the policy's coarse groups cannot separate. -1:
   // kPolishFactor times anneal's default evaluations for the graph; 0: off (the paper's method
   // alone; forced with measure_cmd, whose reward the simulator cannot stand in for). The learning

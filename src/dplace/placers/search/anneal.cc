@@ -654,4 +654,25 @@ void register_search_placers() {
                    true, true, make_anneal_placer});
 }
 
+PlaceResult polish_learned(const PlaceRequest& request, const std::string& placer,
+                           const PlaceResult& learned, std::chrono::steady_clock::time_point start,
+                           const AnnealOptions& options) {
+  const auto polish_start = std::chrono::steady_clock::now();
+  PlaceRequest refine = request;
+  refine.budget_seconds = std::max(
+      0.0, request.budget_seconds - std::chrono::duration<double>(polish_start - start).count());
+  PlaceResult polished = anneal_from(refine, placer, learned.placement, options);
+  auto describe = [](const SimResult& r) {
+    return fmt::format("{:.6g} s{}", r.step_time_s, r.feasible ? "" : " (OOM)");
+  };
+  polished.evaluations += learned.evaluations;
+  polished.note = fmt::format(
+      "{}; polished by anneal: learned {}, polished {} in {:.1f} s ({})", learned.note,
+      describe(request.simulator->run(learned.placement)),
+      describe(request.simulator->run(polished.placement)),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - polish_start).count(),
+      polished.note);
+  return polished;
+}
+
 }  // namespace dplace

@@ -45,6 +45,7 @@
 // Thread safety: a placer object runs one place() at a time; anneal_from is reentrant.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -85,6 +86,19 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
                         const Placement& start, const AnnealOptions& options);
 // The default of --param evaluations for this graph.
 int64_t default_anneal_evaluations(const Graph& graph);
+
+// The learning placers' default polishing effort (rl, post), in multiples of
+// default_anneal_evaluations.
+inline constexpr int64_t kPolishFactor = 10;
+
+// The polishing of a learning placer's result (rl, post): anneal_from the learned placement with
+// what is left of request.budget_seconds since `start` (none left: the whole-device moves and
+// the start alone), its evaluations added to learned.evaluations and its note appended to
+// learned.note as "; polished by anneal: learned 0.31 s, polished 0.3 s in 6.1 s (<anneal's
+// note>)". `placer` names the start in anneal's note.
+PlaceResult polish_learned(const PlaceRequest& request, const std::string& placer,
+                           const PlaceResult& learned, std::chrono::steady_clock::time_point start,
+                           const AnnealOptions& options);
 
 // The names --param start=best chooses among, in the order that breaks ties between equal-cost
 // starts: placer names, and "expert" for the expert placement.
