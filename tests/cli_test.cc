@@ -263,7 +263,7 @@ TEST(CliTest, OnnxruntimeProfileOfAnOnnxModelMatchesNodeNames) {
       << r.err;
 }
 
-// post learns within its budget without LibTorch, polishes by default, takes the run controls
+// post learns within its budget without LibTorch, polishes its result, takes the run controls
 // it shares with rl (--samples, --curve) and refuses rl's others in one line.
 TEST(CliTest, PostPlacesWithTheRunControlsItShares) {
   const fs::path curve = temp_dir() / "post_curve.csv";

@@ -55,17 +55,18 @@ void add_search_options(CLI::App* cmd, SearchArgs& args) {
 }
 
 // The rl placer's run controls as options of their own (the names of the issue and the paper's
-// description); each is stored as --param NAME=VALUE, so the placer parses and checks it.
+// description), post's too where it has them; each is stored as --param NAME=VALUE, so the placer
+// parses and checks it.
 void add_param_options(CLI::App* cmd, SearchArgs& args) {
   struct ParamOption {
     const char* name;
     const char* help;
   };
   static const ParamOption kOptions[] = {
-      {"groups", "rl: placement groups at the finest level (same as --param groups=N)"},
-      {"samples", "rl: stop after this many samples (same as --param samples=N)"},
+      {"groups", "rl, post: placement groups at the finest level (same as --param groups=N)"},
+      {"samples", "rl, post: stop after this many samples (same as --param samples=N)"},
       {"checkpoint", "rl: save and resume the learning here (same as --param checkpoint=PATH)"},
-      {"curve", "rl: write the learning curve as CSV (same as --param curve=FILE.csv)"},
+      {"curve", "rl, post: write the learning curve as CSV (same as --param curve=FILE.csv)"},
       {"measure-cmd",
        "rl: measure placements with 'CMD {placement}' (same as --param measure-cmd=CMD)"},
   };

@@ -125,6 +125,29 @@ std::unique_ptr<PlacerCase> oversubscribed_gpu_with_cpu_case() {
       make_cluster("cpu-and-small-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 10.5 * kGB)}), 0.0);
 }
 
+std::unique_ptr<PlacerCase> oversubscribed_pair_case() {
+  return std::make_unique<PlacerCase>(
+      memory_tight_graph(),
+      make_cluster("two-5gb-gpus", {gpu("/gpu:0", 5 * kGB), gpu("/gpu:1", 5 * kGB)}), 0.0);
+}
+
+std::unique_ptr<PlacerCase> shared_parameter_case() {
+  GraphBuilder b("shared_parameter", "test");
+  Op w = timed("W", {}, 0.001, 0.001, 1000);
+  w.param_bytes = 1 << 20;
+  const OpId iw = b.add_op(std::move(w));
+  auto forward = [](Op op) {
+    op.phase = Phase::kForward;
+    return op;
+  };
+  const OpId a = b.add_op(forward(timed("A", {{iw, 0}}, 1.0, 1.0, 1000)));
+  const OpId bb = b.add_op(forward(timed("B", {{iw, 0}}, 1.0, 1.0, 1000)));
+  b.add_op(timed("C", {{a, 0}, {bb, 0}}, 1.0, 1.0, 1000));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(),
+      make_cluster("two-gpus", {gpu("/gpu:0", 16 * kGB), gpu("/gpu:1", 16 * kGB)}), 0.0);
+}
+
 std::unique_ptr<PlacerCase> colocation_case() {
   GraphBuilder b("colocation", "test");
   Op a = timed("a", {}, 3.0, 3.0, 1000);

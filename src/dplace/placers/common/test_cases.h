@@ -8,6 +8,11 @@
 //  * memory_tight: two GPUs of 10.5 GB. Chain A->B->C->D, 1 s each, params 8, 6, 3, 2 GB,
 //    1 kB tensors. Only {A, D} | {B, C} fits; its step is 4 s + two 1 us transfers.
 //  * oversubscribed: the memory_tight chain on one 10.5 GB GPU: nothing fits (19 GB of params).
+//  * oversubscribed_pair: the memory_tight chain on two 5 GB GPUs: nothing fits, and the
+//    placements differ in how much memory they need beyond capacity.
+//  * shared_parameter: two GPUs. W (1 MB of parameters, no inputs, 1 ms) is read by the forward
+//    ops A and B (1 s each), which C (1 s) joins: W is a shared weight
+//    (placers/learning/groupings.h). Its optimum is not worked out (optimum_s() is 0).
 //  * colocation: two GPUs. a (3 s) -> b (1 s), and c (2 s) alone; a and c colocated ("ac").
 //    Optimum 5 s: {a, c} on one GPU, b on the other (b with them gives 6 s).
 //  * cpu_only: /cpu:0 + /gpu:0. load (CPU only, 0.5 s) -> mm1 -> mm2 -> loss; mm1, mm2 take 1 s on
@@ -78,6 +83,8 @@ std::unique_ptr<PlacerCase> memory_tight_case();
 std::unique_ptr<PlacerCase> oversubscribed_case();
 // oversubscribed_case's graph and GPU with a 64 GB CPU beside it: everything fits on the CPU.
 std::unique_ptr<PlacerCase> oversubscribed_gpu_with_cpu_case();
+std::unique_ptr<PlacerCase> oversubscribed_pair_case();
+std::unique_ptr<PlacerCase> shared_parameter_case();
 std::unique_ptr<PlacerCase> colocation_case();
 std::unique_ptr<PlacerCase> cpu_only_case();
 std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb = 0);

@@ -46,7 +46,8 @@ struct NamedGrouping {
   std::vector<Coarsening> levels;  // coarsest first, each nested in the next
 };
 
-// REQUIRES: costs were built from graph and cluster; options.levels >= 1; option strings are
+// REQUIRES: costs were built from graph and cluster; options.levels >= 1; options.groups >= 2;
+// option strings are
 // among the values listed above (checked with DPLACE_CHECK).
 std::vector<NamedGrouping> make_learning_groupings(const Graph& graph, const Cluster& cluster,
                                                    const CostTable& costs,

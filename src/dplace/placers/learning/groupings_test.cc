@@ -7,26 +7,8 @@
 namespace dplace::testing {
 namespace {
 
-// W (parameters, no inputs) is read by the forward ops A and B, which C joins: W is a shared
-// weight.
-std::unique_ptr<PlacerCase> shared_weight_graph_case() {
-  GraphBuilder b("shared", "test");
-  Op w = timed("W", {}, 0.001, 0.001, 1000);
-  w.param_bytes = 1 << 20;
-  const OpId iw = b.add_op(std::move(w));
-  auto forward = [](Op op) {
-    op.phase = Phase::kForward;
-    return op;
-  };
-  const OpId a = b.add_op(forward(timed("A", {{iw, 0}}, 1.0, 1.0, 1000)));
-  const OpId bb = b.add_op(forward(timed("B", {{iw, 0}}, 1.0, 1.0, 1000)));
-  b.add_op(timed("C", {{a, 0}, {bb, 0}}, 1.0, 1.0, 1000));
-  auto two_chains = two_chains_case();  // for its cluster
-  return std::make_unique<PlacerCase>(std::move(b).build(), two_chains->cluster(), 0.0);
-}
-
 TEST(LearningGroupingsTest, SharedWeightsGiveAMergedAndAnApartGrouping) {
-  const auto c = shared_weight_graph_case();
+  const auto c = shared_parameter_case();
   EXPECT_TRUE(is_shared_weight(c->graph(), c->op("W")));
   EXPECT_FALSE(is_shared_weight(c->graph(), c->op("A")));
   LearningGroupingOptions options{.groups = 2};

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <numeric>
 #include <unordered_map>
 
 #include "dplace/core/error.h"
@@ -71,8 +70,9 @@ FactoredPolicy make_policy(const Graph& graph, const CostTable& costs, const Coa
   for (size_t m = 0; m < c.num_groups; ++m) {
     // Groups merge only ops allowed on the same devices (groupings.h): any op speaks for all.
     const OpId op = c.group_ops[m].front();
-    for (DeviceId d : costs.group_devices(graph.group_of(op)))
-      p.devices.push_back(static_cast<int32_t>(d.value()));
+    const std::vector<DeviceId>& allowed = costs.group_devices(graph.group_of(op));
+    DPLACE_CHECK(!allowed.empty()) << "group " << m << " may use no device";
+    for (DeviceId d : allowed) p.devices.push_back(static_cast<int32_t>(d.value()));
     p.offsets.push_back(static_cast<uint32_t>(p.devices.size()));
   }
   p.logits.assign(p.devices.size(), 0.0);
@@ -145,6 +145,32 @@ void ppo_update_group(FactoredPolicy& policy, size_t m, const std::vector<Sample
   }
 }
 
+// The best samples offered since it was last cleared, at most `size`: ordered by penalised step
+// time, then by the order they were offered (so the first of equal ones stay), as a max-heap.
+struct EliteSample {
+  double penalised_s = 0;
+  int64_t order = 0;
+  std::vector<uint32_t> entries;
+};
+struct Elite {
+  std::vector<EliteSample> samples;  // a heap, the worst first
+  int64_t offered = 0;
+
+  static bool better(const EliteSample& a, const EliteSample& b) {
+    return a.penalised_s < b.penalised_s || (a.penalised_s == b.penalised_s && a.order < b.order);
+  }
+  void offer(const Sample& s, size_t size) {
+    const int64_t order = offered++;
+    if (samples.size() == size) {
+      if (!(s.penalised_s < samples.front().penalised_s)) return;
+      std::pop_heap(samples.begin(), samples.end(), better);
+      samples.pop_back();
+    }
+    samples.push_back(EliteSample{s.penalised_s, order, s.entries});
+    std::push_heap(samples.begin(), samples.end(), better);
+  }
+};
+
 // Recent placements and their outcomes: a converging distribution samples the same placements
 // again and again, and each simulation gives the same answer. Cleared when full.
 struct Outcome {
@@ -153,6 +179,10 @@ struct Outcome {
   int64_t overflow_bytes = 0;
 };
 constexpr size_t kCacheEntries = 1 << 14;
+// The most samples between two cross-entropy steps (ce_every x batch).
+constexpr int64_t kMaxWindowSamples = int64_t{1} << 20;
+// The most memory the samples of a batch and the elite may hold.
+constexpr double kMaxLearningBytes = 4e9;
 
 std::string cache_key(const std::vector<uint32_t>& entries) {
   return std::string(reinterpret_cast<const char*>(entries.data()),
@@ -227,6 +257,12 @@ PostOptions post_options_from_params(const std::map<std::string, std::string>& p
     if (it->second.empty()) throw ConfigError("placer 'post': --param curve= needs a file name");
     o.curve = it->second;
   }
+  if (static_cast<int64_t>(o.ce_every) * o.batch > kMaxWindowSamples) {
+    throw ConfigError(fmt::format(
+        "placer 'post': --param ce-every={} with batch {} makes a cross-entropy step every {} "
+        "samples, more than {}",
+        o.ce_every, o.batch, static_cast<int64_t>(o.ce_every) * o.batch, kMaxWindowSamples));
+  }
   o.polish_evaluations = p.get_int("polish", o.polish_evaluations, -1, int64_t{1} << 40);
   o.polish_share = p.get_double("polish-share", o.polish_share, 0, 0.9);
   o.polish_rounds = static_cast<int>(p.get_int("polish-rounds", o.polish_rounds, 1, 1000));
@@ -276,7 +312,27 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
   bool have_least_overflow = false;
 
   std::vector<Sample> batch(K);
-  std::vector<Sample> since_ce;  // the samples since the last cross-entropy step
+  // The best samples since the last cross-entropy step (or restart): that step's elite.
+  const size_t window = static_cast<size_t>(options.ce_every) * static_cast<size_t>(K);
+  const size_t elite_size = std::clamp<size_t>(
+      static_cast<size_t>(std::lround(options.elite * static_cast<double>(window))), 1, window);
+  Elite elite;
+  // A batch holds K samples of every group and K placements of every op; refuse sizes that
+  // would take gigabytes rather than let the system run out of memory.
+  for (const NamedGrouping& g : groupings) {
+    const double groups = static_cast<double>(g.levels.back().num_groups);
+    const double need_bytes = K * (groups * (sizeof(uint32_t) + sizeof(double)) +
+                                   static_cast<double>(graph.num_ops()) * sizeof(DeviceId)) +
+                              static_cast<double>(elite_size) * groups * sizeof(uint32_t);
+    if (need_bytes > kMaxLearningBytes) {
+      throw ConfigError(fmt::format(
+          "placer 'post': a batch of {} samples and an elite of {} over {} groups and {} ops "
+          "would hold {:.1f} GB, more than {:.0f} GB; lower --param batch, elite, ce-every or "
+          "groups",
+          K, elite_size, g.levels.back().num_groups, graph.num_ops(), need_bytes / 1e9,
+          kMaxLearningBytes / 1e9));
+    }
+  }
   std::vector<Placement> placements(K);
   std::vector<Outcome> outcomes(K);
   std::vector<double> probs, log_probs;
@@ -379,36 +435,28 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
     ++run.updates;
     ++batches_since_restart;
     updates_since_best = improved ? 0 : updates_since_best + 1;
-    since_ce.insert(since_ce.end(), batch.begin(), batch.end());
+    for (const Sample& sample : batch) elite.offer(sample, elite_size);
 
     const bool ce_step = batches_since_restart % options.ce_every == 0;
     if (ce_step) {
       // Cross-entropy minimisation: each group's device frequencies among the elite, mixed with
       // the uniform distribution over its devices.
-      std::vector<size_t> order(since_ce.size());
-      std::iota(order.begin(), order.end(), size_t{0});
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return since_ce[a].penalised_s < since_ce[b].penalised_s;
-      });
-      const size_t elite = std::clamp<size_t>(
-          static_cast<size_t>(std::lround(options.elite * static_cast<double>(order.size()))), 1,
-          order.size());
       std::vector<double> counts(policy.logits.size(), 0.0);
-      for (size_t k = 0; k < elite; ++k) {
-        for (uint32_t j : since_ce[order[k]].entries) counts[j] += 1;
+      for (const EliteSample& e : elite.samples) {
+        for (uint32_t j : e.entries) counts[j] += 1;
       }
+      const double elite_count = static_cast<double>(elite.samples.size());
       for (size_t m = 0; m < G; ++m) {
         const uint32_t b = policy.offsets[m], e = policy.offsets[m + 1];
         const double uniform = 1.0 / (e - b);
         for (uint32_t j = b; j < e; ++j) {
-          const double p =
-              (1 - options.mix) * counts[j] / static_cast<double>(elite) + options.mix * uniform;
+          const double p = (1 - options.mix) * counts[j] / elite_count + options.mix * uniform;
           // A device no elite chose, with mix = 0, keeps a tiny probability rather than -inf.
           policy.logits[j] = std::log(std::max(p, 1e-12));
         }
       }
       policy.reset_adam();
-      since_ce.clear();
+      elite.samples.clear();
       ++run.ce_steps;
     } else if (options.ppo_epochs > 0) {
       // PPO: advantages from the baseline, in units of the batch's reward spread.
@@ -419,22 +467,27 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
       if (!have_baseline) baseline = mean_r;
       const double spread = std::sqrt(var);
       std::vector<double> advantages(K, 0.0);
-      if (spread > 1e-12) {
-        for (int i = 0; i < K; ++i) advantages[i] = (batch[i].reward - baseline) / spread;
-      }
+      for (int i = 0; i < K && spread > 1e-12; ++i)
+        advantages[i] = (batch[i].reward - baseline) / spread;
       baseline = have_baseline
                      ? options.baseline_decay * baseline + (1 - options.baseline_decay) * mean_r
                      : mean_r;
       have_baseline = true;
       // Groups are independent under a factored policy: each task updates a range of them
       // through every epoch, the same arithmetic at any thread count.
-      const int64_t first_step = policy.adam_steps;
-      policy.adam_steps += options.ppo_epochs;
-      constexpr size_t kGroupsPerTask = 16;
-      pool.parallel_for((G + kGroupsPerTask - 1) / kGroupsPerTask, [&](size_t task, size_t worker) {
-        for (size_t m = task * kGroupsPerTask; m < std::min(G, (task + 1) * kGroupsPerTask); ++m)
-          ppo_update_group(policy, m, batch, advantages, options, first_step, scratch[worker]);
-      });
+      // Every sample rewarded alike (a converged distribution): nothing to learn from the batch.
+      if (spread > 1e-12) {
+        const int64_t first_step = policy.adam_steps;
+        policy.adam_steps += options.ppo_epochs;
+        constexpr size_t kGroupsPerTask = 16;
+        pool.parallel_for((G + kGroupsPerTask - 1) / kGroupsPerTask, [&](size_t task,
+                                                                         size_t worker) {
+          for (size_t m = task * kGroupsPerTask; m < std::min(G, (task + 1) * kGroupsPerTask);
+               ++m) {
+            ppo_update_group(policy, m, batch, advantages, options, first_step, scratch[worker]);
+          }
+        });
+      }
     }
 
     PostCurvePoint point{.update = run.updates,
@@ -457,7 +510,7 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
       updates_since_best = 0;
       batches_since_restart = 0;
       have_baseline = false;
-      since_ce.clear();
+      elite.samples.clear();
       cache.clear();
       grouping_index = static_cast<int>(run.restarts % F);
       grouping = &groupings[grouping_index].levels.back();
@@ -478,6 +531,15 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
     }
   }
 
+  // The most likely placement of the final distribution (the first device of equal ones).
+  std::vector<uint32_t> mode(policy.num_groups());
+  for (size_t m = 0; m < mode.size(); ++m) {
+    mode[m] =
+        static_cast<uint32_t>(std::max_element(policy.logits.begin() + policy.offsets[m],
+                                               policy.logits.begin() + policy.offsets[m + 1]) -
+                              policy.logits.begin());
+  }
+  fill(run.mode_placement, mode);
   run.seconds = seconds_since(start);
   run.policy_seconds = policy_s;
   run.evaluate_seconds = evaluate_s;

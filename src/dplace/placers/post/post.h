@@ -11,10 +11,12 @@
 //    -sqrt(step time / lower bound) minus an exponential-moving-average baseline, divided by the
 //    batch's reward standard deviation;
 //  * cross-entropy minimisation every ce_every batches, instead of that batch's PPO step: the
-//    elite (the best `elite` fraction of the samples since the last such step) gives each group
-//    the maximum-likelihood distribution, its devices' frequencies among the elite, which is
-//    mixed with the uniform distribution over the group's devices, (1 - mix) p + mix / D_m, and
-//    becomes the new u = log p. Adam's moments start over.
+//    elite (the best `elite` fraction, at least one, of the ce_every x K samples since the last
+//    such step or restart; ties: the first sampled) gives each group the maximum-likelihood
+//    distribution, its devices' frequencies among the elite, which is mixed with the uniform
+//    distribution over the group's devices, (1 - mix) p + mix / D_m, and becomes the new
+//    u = log p. Adam's moments start over.
+// A batch whose samples all have the same reward leaves the distribution as it is.
 // Not in the paper: the groupings (placers/learning/groupings.h, as rl's; with shared weights,
 // "merged" and "apart" in turn, one per restart); a restart from the uniform distribution after
 // restart_patience batches without a new best placement; identical placements simulated once
@@ -25,10 +27,10 @@
 // (groupings.h, step_time_upper_bound_s), so that every fitting placement beats it. The best
 // placement seen is returned; when none fits, the OOM one with the least memory over capacity.
 //
-// Determinism: for one seed the samples, curve and result are the same for every thread count
-// while the run is cut by `samples` rather than by the budget.
+// Determinism: for one seed the samples, the curve (but its elapsed_s) and the result are the
+// same for every thread count while the run is cut by `samples` rather than by the budget.
 //
-// Thread safety: run_post is reentrant.
+// Thread safety: run_post is reentrant (concurrent runs need distinct `curve` paths).
 #pragma once
 
 #include <cstdint>
@@ -67,7 +69,8 @@ struct PostOptions {
 // Reads --param key=value pairs: groups, sole-consumer, sole-consumer-limit, cap,
 // cap-transfer-scale, shared-weights, batch, ce-every, elite, mix, epochs, clip, lr,
 // baseline-decay, samples, restart-patience, threads, curve, polish, polish-share, polish-rounds,
-// progress-seconds. Throws ConfigError naming the key for an unknown key or a bad value.
+// progress-seconds. Throws ConfigError naming the key for an unknown key or a bad value, and for
+// ce-every x batch above 2^20.
 PostOptions post_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one batch).
@@ -79,8 +82,10 @@ struct PostCurvePoint {
   double batch_best_step_time_s = 0;  // ditto
   double best_step_time_s = 0;        // best ever, ditto
   double oom_fraction = 0;
-  double entropy = 0;    // mean per-group entropy of the distribution the batch was sampled from
-  bool ce_step = false;  // the batch ended with a cross-entropy step (else a PPO update)
+  double entropy = 0;  // mean per-group entropy of the distribution the batch was sampled from
+  // The batch ended with a cross-entropy step; else with PPO's epochs (none when epochs is 0 or
+  // every sample of the batch had the same reward).
+  bool ce_step = false;
   int64_t restarts = 0;
   int grouping = 0;  // index into PostRun::groupings
 };
@@ -100,10 +105,15 @@ struct PostRun {
   double best_step_time_s = 0;  // OOM at its charge
   bool best_feasible = false;
   std::vector<PostCurvePoint> curve;
+  // The most likely placement under the distribution the run ended with (after a restart in
+  // the last batch: the uniform one's, every group on its first device).
+  Placement mode_placement;
 };
 
 // Learns on request.graph / request.cluster within request.budget_seconds (request.seed,
-// request.progress) and returns the best placement sampled. No polishing.
+// request.progress) and returns the best placement sampled. No polishing. At least one batch is
+// sampled, whatever the budget. Throws ConfigError when a batch and the elite would hold more
+// than 4 GB.
 PostRun run_post(const PlaceRequest& request, const PostOptions& options);
 
 }  // namespace dplace

@@ -33,8 +33,8 @@
 // start (Default: best), starts (Default: 2), rounds (Default: 1) and threads (Default: all
 // cores): AnnealOptions.
 //
-// anneal_from() runs the same search from a given placement (the rl placer polishes its result with
-// it), after whole-device moves that single-group moves cannot make: merges (every group on device
+// anneal_from() runs the same search from a given placement (the rl and post placers polish their
+// results with it, through polish_learned), after whole-device moves that single-group moves cannot make: merges (every group on device
 // a that allows device b moves to b) and swaps (a's groups go to b and b's to a, those that allow
 // it). Each pass simulates every merge and swap and takes the best when it beats the placement so
 // far (by at least 1% when both fit: near-ties of symmetric devices are left alone); the passes
