@@ -284,6 +284,13 @@ TEST(CliTest, PostPlacesWithTheRunControlsItShares) {
                         "placer 'post': unknown --param 'checkpoint'");
   expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer post --param mix=2"),
                         "placer 'post': --param mix=2 is outside [0, 1]");
+#ifdef DPLACE_WITH_TORCH
+  // Both learning placers write a curve: one plain file for both would be overwritten.
+  expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --placers rl,post "
+                            "--param curve=" +
+                            curve.string()),
+                        "--param curve=" + curve.string() + " goes to both rl and post");
+#endif
 }
 
 TEST(CliTest, OnnxModelLocalFunctionsAreInlinedAndCounted) {

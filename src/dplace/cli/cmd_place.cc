@@ -143,18 +143,34 @@ std::map<std::string, std::string> params_for(const std::map<std::string, std::s
   return out;
 }
 
-// Refuses a curve or checkpoint file (rl's) that names the same file as another output (-o,
-// --trace, --dot, or each other) for any of `placers`: the later write replaced the earlier.
+// Refuses a curve or checkpoint file (rl's and post's) that names the same file as another output
+// (-o, --trace, --dot, or each other) for any of `placers`: the later write replaced the earlier.
+// A plain key that two of the run's placers would write (compare --placers rl,post --curve F) is
+// refused too: both wrote F.
 void check_param_files_apart(const std::map<std::string, std::string>& params,
                              const std::vector<std::string>& placers, const OutputArgs& out) {
+  // The placers that write a file for each key.
+  static const std::map<std::string, std::vector<std::string>> kWriters = {
+      {"curve", {"rl", "post"}}, {"checkpoint", {"rl"}}};
   std::vector<NamedPath> files = output_files(out);
+  std::map<std::string, std::string> writer_of_option;  // a plain key's option -> its first writer
   for (const std::string& placer : placers) {
     const std::map<std::string, std::string> given = params_for(params, placer);
-    for (const char* key : {"curve", "checkpoint"}) {
+    for (const auto& [key, writers] : kWriters) {
       const auto it = given.find(key);
       if (it == given.end()) continue;
       const std::string scoped = placer + "." + key;
       const std::string option = "--param " + (params.count(scoped) ? scoped : key) + "=";
+      const bool writes = std::find(writers.begin(), writers.end(), placer) != writers.end();
+      if (writes && !params.count(scoped)) {
+        const auto [first, inserted] = writer_of_option.try_emplace(option, placer);
+        if (!inserted) {
+          throw ConfigError(fmt::format(
+              "{}{} goes to both {} and {}, which would write the same file; give each its own: "
+              "--param {}.{}=FILE --param {}.{}=FILE",
+              option, it->second, first->second, placer, first->second, key, placer, key));
+        }
+      }
       const bool listed = std::any_of(files.begin(), files.end(),
                                       [&](const NamedPath& f) { return f.option == option; });
       if (!listed) files.push_back({option, it->second});

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <unordered_map>
 
@@ -189,20 +191,28 @@ std::string cache_key(const std::vector<uint32_t>& entries) {
                      entries.size() * sizeof(uint32_t));
 }
 
+[[noreturn]] void cannot_write_curve(const std::string& path) {
+  throw ConfigError(
+      fmt::format("--param curve={}: cannot write the file: {}", path, std::strerror(errno)));
+}
+
 void write_curve_header(const std::string& path) {
   std::ofstream out(path, std::ios::trunc);
-  if (!out) throw ConfigError(fmt::format("--param curve={}: cannot write the file", path));
   out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
          "oom_fraction,entropy,step,restarts,grouping\n";
+  out.close();
+  if (!out) cannot_write_curve(path);
 }
 
 void append_curve(const std::string& path, const PostCurvePoint& p, const std::string& grouping) {
   std::ofstream out(path, std::ios::app);
-  if (!out) throw ConfigError(fmt::format("--param curve={}: cannot write the file", path));
+  if (!out) cannot_write_curve(path);
   out << fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{}\n", p.update,
                      p.samples, p.elapsed_s, p.mean_step_time_s, p.batch_best_step_time_s,
                      p.best_step_time_s, p.oom_fraction, p.entropy, p.ce_step ? "ce" : "ppo",
                      p.restarts, grouping);
+  out.close();
+  if (!out) cannot_write_curve(path);
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ struct PostOptions {
   double mix = 0.01;    // weight of the uniform distribution after a CE step. Default: 0.01.
   int ppo_epochs = 10;  // Adam steps per PPO update (the paper's "e.g., 10"). Default: 10.
   double clip = 0.2;    // PPO's clipping of the ratio to [1 - clip, 1 + clip]. Default: 0.2.
-  double learning_rate = 0.05;     // Adam on the logits. Default: 0.05.
+  double learning_rate = 0.01;     // Adam on the logits. Default: 0.01.
   double baseline_decay = 0.5;     // b <- decay * b + (1 - decay) * batch mean reward.
   int64_t max_samples = 0;         // stop after this many samples (0: budget only). Default: 0.
   int64_t restart_patience = 400;  // batches without a new best before a restart; 0: never.
