@@ -149,9 +149,13 @@ std::map<std::string, std::string> params_for(const std::map<std::string, std::s
 // refused too: both wrote F.
 void check_param_files_apart(const std::map<std::string, std::string>& params,
                              const std::vector<std::string>& placers, const OutputArgs& out) {
-  // The placers that write a file for each key.
-  static const std::map<std::string, std::vector<std::string>> kWriters = {
-      {"curve", {"rl", "post"}}, {"checkpoint", {"rl"}}};
+  // The placers that write a file for each key (in the order the errors name them).
+  struct FileParam {
+    std::string key;
+    std::vector<std::string> writers;
+  };
+  static const std::vector<FileParam> kWriters = {{"curve", {"rl", "post"}},
+                                                  {"checkpoint", {"rl"}}};
   std::vector<NamedPath> files = output_files(out);
   std::map<std::string, std::string> writer_of_option;  // a plain key's option -> its first writer
   for (const std::string& placer : placers) {
