@@ -483,9 +483,9 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
                      ? options.baseline_decay * baseline + (1 - options.baseline_decay) * mean_r
                      : mean_r;
       have_baseline = true;
-      // Groups are independent under a factored policy: each task updates a range of them
-      // through every epoch, the same arithmetic at any thread count.
       // Every sample rewarded alike (a converged distribution): nothing to learn from the batch.
+      // Otherwise, groups being independent under a factored policy, each task updates a range
+      // of them through every epoch: the same arithmetic at any thread count.
       if (spread > 1e-12) {
         const int64_t first_step = policy.adam_steps;
         policy.adam_steps += options.ppo_epochs;
