@@ -12,8 +12,8 @@
 //     ever seen (and the final greedy decoding, if better) is returned. A converged policy that
 //     stops finding better placements restarts from fresh weights (restart_patience).
 //  5. Polishing (by the registered placer in registration.cc, not by run_rl): whole-device moves,
-//     then rounds of simulated annealing from the learned placement (search/anneal.h, polish_learned;
-//     RlOptions::polish_evaluations, polish_rounds).
+//     then rounds of simulated annealing from the learned placement (search/anneal.h,
+//     polish_learned; RlOptions::polish_evaluations, polish_rounds).
 //
 // Options come from PlaceRequest::params (the CLI's --param key=value); rl_options_from_params
 // lists them. Determinism: for one seed, the sequence of sampled placements, the learning curve
@@ -118,8 +118,8 @@ struct RlOptions {
   double measure_timeout_s = 0;
   // Polishing (not in the paper; done by the registered placer `rl`, not by run_rl): the learned
   // placement is re-mapped by whole-device moves and refined by simulated annealing over
-  // colocation-group moves (search/anneal.h, polish_learned) for polish_evaluations moves per round,
-  // which places single ops and groups the policy's coarse groups cannot separate. -1:
+  // colocation-group moves (search/anneal.h, polish_learned) for polish_evaluations moves per
+  // round, which places single ops and groups the policy's coarse groups cannot separate. -1:
   // kPolishFactor times anneal's default evaluations for the graph; 0: off (the paper's method
   // alone; forced with measure_cmd, whose reward the simulator cannot stand in for). The learning
   // stops at (1 - polish_share) of the budget so that the polishing has the rest. Default: -1, 0.1.

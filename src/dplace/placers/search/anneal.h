@@ -34,13 +34,13 @@
 // cores): AnnealOptions.
 //
 // anneal_from() runs the same search from a given placement (the rl and post placers polish their
-// results with it, through polish_learned), after whole-device moves that single-group moves cannot make: merges (every group on device
-// a that allows device b moves to b) and swaps (a's groups go to b and b's to a, those that allow
-// it). Each pass simulates every merge and swap and takes the best when it beats the placement so
-// far (by at least 1% when both fit: near-ties of symmetric devices are left alone); the passes
-// stop when one finds nothing so (at most one pass per device). So a placement
-// that is all on a slow device, with a latency barrier around every single move, becomes the same
-// placement on the fast one (docs/rl.md, "Known weak case").
+// results with it, through polish_learned), after whole-device moves that single-group moves cannot
+// make: merges (every group on device a that allows device b moves to b) and swaps (a's groups go
+// to b and b's to a, those that allow it). Each pass simulates every merge and swap and takes the
+// best when it beats the placement so far (by at least 1% when both fit: near-ties of symmetric
+// devices are left alone); the passes stop when one finds nothing so (at most one pass per device).
+// So a placement that is all on a slow device, with a latency barrier around every single move,
+// becomes the same placement on the fast one (docs/rl.md, "Known weak case").
 //
 // Thread safety: a placer object runs one place() at a time; anneal_from is reentrant.
 #pragma once
