@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <unordered_map>
 
 #include "dplace/core/error.h"
 #include "dplace/core/format.h"
@@ -16,6 +15,7 @@
 #include "dplace/core/thread_pool.h"
 #include "dplace/placers/builtin.h"
 #include "dplace/placers/common/params.h"
+#include "dplace/placers/learning/evaluation.h"
 #include "dplace/placers/search/anneal.h"
 
 namespace dplace {
@@ -173,23 +173,10 @@ struct Elite {
   }
 };
 
-// Recent placements and their outcomes: a converging distribution samples the same placements
-// again and again, and each simulation gives the same answer. Cleared when full.
-struct Outcome {
-  double step_time_s = 0;
-  bool feasible = true;
-  int64_t overflow_bytes = 0;
-};
-constexpr size_t kCacheEntries = 1 << 14;
 // The most samples between two cross-entropy steps (ce_every x batch).
 constexpr int64_t kMaxWindowSamples = int64_t{1} << 20;
 // The most memory the samples of a batch and the elite may hold.
 constexpr double kMaxLearningBytes = 4e9;
-
-std::string cache_key(const std::vector<uint32_t>& entries) {
-  return std::string(reinterpret_cast<const char*>(entries.data()),
-                     entries.size() * sizeof(uint32_t));
-}
 
 [[noreturn]] void cannot_write_curve(const std::string& path) {
   throw ConfigError(
@@ -299,27 +286,15 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
     run.grouping_groups.push_back(g.levels.back().num_groups);
   }
 
-  const double oom_charge_s = 2 * step_time_upper_bound_s(graph, cluster, costs);
-  const double reference_s = simulator.lower_bound_s() > 0 ? simulator.lower_bound_s() : 1.0;
-  auto penalised = [&](const Outcome& o) { return o.feasible ? o.step_time_s : oom_charge_s; };
-
   ThreadPool pool(options.threads);
-  std::vector<SimWorkspace> workspaces(pool.size());
-  std::vector<SimResult> sim_results(pool.size());
-  std::unordered_map<std::string, Outcome> cache;
+  SampleEvaluator evaluator(graph, cluster, costs, simulator, pool);
   Rng rng(request.seed);
 
   int grouping_index = 0;
   const Coarsening* grouping = &groupings[0].levels.back();
   FactoredPolicy policy = make_policy(graph, costs, *grouping);
 
-  // The best placement (penalised time; first seen on ties) and, while none fits, the OOM one
-  // with the least memory over capacity, then the shortest step.
-  Placement best;
-  double best_s = INFINITY;
-  Placement least_overflow;
-  Outcome least_overflow_outcome;
-  bool have_least_overflow = false;
+  BestPlacement best;
 
   std::vector<Sample> batch(K);
   // The best samples since the last cross-entropy step (or restart): that step's elite.
@@ -343,8 +318,8 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
           kMaxLearningBytes / 1e9));
     }
   }
-  std::vector<Placement> placements(K);
-  std::vector<Outcome> outcomes(K);
+  std::vector<SampleOutcome> outcomes(K);
+  std::vector<std::string> keys(K);
   std::vector<double> probs, log_probs;
   std::vector<std::vector<double>> scratch(pool.size());
   double baseline = 0;
@@ -387,59 +362,23 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
 
     // Evaluate the batch: placements not in the cache, each distinct one once, in parallel.
     const auto evaluate_start = Clock::now();
-    std::vector<int> to_run;     // batch indices whose placement is simulated
-    std::vector<int> source(K);  // per sample: the batch index it takes its outcome from
-    std::unordered_map<std::string, int> first_of;
-    std::vector<std::string> keys(K);
-    for (int i = 0; i < K; ++i) {
-      keys[i] = cache_key(batch[i].entries);
-      source[i] = i;
-      if (auto hit = cache.find(keys[i]); hit != cache.end()) {
-        outcomes[i] = hit->second;
-        continue;
-      }
-      const auto [first, inserted] = first_of.try_emplace(keys[i], i);
-      if (inserted) to_run.push_back(i);
-      source[i] = first->second;
-    }
-    for (int i : to_run) fill(placements[i], batch[i].entries);
-    pool.parallel_for(to_run.size(), [&](size_t k, size_t worker) {
-      const int i = to_run[k];
-      SimResult& r = sim_results[worker];
-      simulator.run(placements[i], workspaces[worker], r);
-      outcomes[i] = Outcome{r.step_time_s, r.feasible, r.total_overflow_bytes()};
-    });
-    for (int i = 0; i < K; ++i) outcomes[i] = outcomes[source[i]];
-    run.evaluations += static_cast<int64_t>(to_run.size());
-    if (cache.size() + to_run.size() > kCacheEntries) cache.clear();
-    for (int i : to_run) cache.emplace(keys[i], outcomes[i]);
+    for (int i = 0; i < K; ++i) keys[i] = sample_key(batch[i].entries);
+    run.evaluations += evaluator.evaluate(
+        keys, [&](size_t i, Placement& p) { fill(p, batch[i].entries); }, outcomes);
     evaluate_s += seconds_since(evaluate_start);
 
     const auto update_start = Clock::now();
     double mean_s = 0, batch_best_s = INFINITY, oom = 0;
     bool improved = false;
     for (int i = 0; i < K; ++i) {
-      const Outcome& o = outcomes[i];
+      const SampleOutcome& o = outcomes[i];
       Sample& s = batch[i];
-      s.penalised_s = penalised(o);
-      s.reward = -std::sqrt(s.penalised_s / reference_s);
+      s.penalised_s = evaluator.penalised_s(o);
+      s.reward = evaluator.reward(o);
       mean_s += s.penalised_s / K;
       batch_best_s = std::min(batch_best_s, s.penalised_s);
       if (!o.feasible) oom += 1.0 / K;
-      if (s.penalised_s < best_s) {
-        best_s = s.penalised_s;
-        fill(best, s.entries);
-        improved = true;
-        run.best_feasible = o.feasible;
-      }
-      const Outcome& l = least_overflow_outcome;
-      if (!o.feasible && o.overflow_bytes > 0 &&
-          (!have_least_overflow || o.overflow_bytes < l.overflow_bytes ||
-           (o.overflow_bytes == l.overflow_bytes && o.step_time_s < l.step_time_s))) {
-        fill(least_overflow, s.entries);
-        least_overflow_outcome = o;
-        have_least_overflow = true;
-      }
+      improved |= best.offer(o, s.penalised_s, [&](Placement& p) { fill(p, s.entries); });
     }
     run.samples += K;
     ++run.updates;
@@ -505,7 +444,7 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
                          .elapsed_s = seconds_since(start),
                          .mean_step_time_s = mean_s,
                          .batch_best_step_time_s = batch_best_s,
-                         .best_step_time_s = best_s,
+                         .best_step_time_s = best.best_s(),
                          .oom_fraction = oom,
                          .entropy = entropy,
                          .ce_step = ce_step,
@@ -521,7 +460,7 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
       batches_since_restart = 0;
       have_baseline = false;
       elite.samples.clear();
-      cache.clear();
+      evaluator.clear_cache();
       grouping_index = static_cast<int>(run.restarts % F);
       grouping = &groupings[grouping_index].levels.back();
       policy = make_policy(graph, costs, *grouping);
@@ -553,8 +492,9 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
   run.seconds = seconds_since(start);
   run.policy_seconds = policy_s;
   run.evaluate_seconds = evaluate_s;
-  run.best_step_time_s = best_s;
-  run.result.placement = run.best_feasible || !have_least_overflow ? best : least_overflow;
+  run.best_step_time_s = best.best_s();
+  run.best_feasible = best.best_feasible();
+  run.result.placement = best.result();
   run.result.evaluations = run.evaluations;
   std::string grouping_text;
   for (size_t i = 0; i < groupings.size(); ++i) {

@@ -26,7 +26,7 @@
 #include "dplace/core/thread_pool.h"
 #include "dplace/ir/coarsening.h"
 #include "dplace/placers/learning/groupings.h"
-#include "dplace/placers/rl/features.h"
+#include "dplace/placers/learning/features.h"
 #include "dplace/placers/rl/policy.h"
 #include "dplace/placers/rl/reward.h"
 #include "dplace/placers/rl/torch_module.h"

@@ -3,7 +3,7 @@
 //
 //  1. Grouping: ir/coarsening.h (colocation groups, the sole-consumer merge, capped to `groups`),
 //     at several nested levels: the policy places coarse groups first, then finer ones.
-//  2. Group embeddings: features.h (op-type counts, output sizes, adjacency).
+//  2. Group embeddings: placers/learning/features.h (op-type counts, output sizes, adjacency).
 //  3. Policy: policy.h (LSTM encoder, attentional LSTM decoder emitting one device per group).
 //  4. Training: REINFORCE on reward -sqrt(step time / lower bound) with an exponential moving
 //     average baseline; K placements sampled per update in one batched forward pass and evaluated

@@ -1,10 +1,10 @@
-#include "dplace/placers/rl/features.h"
+#include "dplace/placers/learning/features.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace dplace::rl {
+namespace dplace {
 namespace {
 
 // in (Input) -> m1 (MatMul) -> m2 (MatMul) -> r (Relu), in -> r; r is allowed on the CPU only.
@@ -88,4 +88,4 @@ TEST(FeaturesTest, EncodesTypesOutputsAdjacencyAndAllowedDevices) {
 }
 
 }  // namespace
-}  // namespace dplace::rl
+}  // namespace dplace

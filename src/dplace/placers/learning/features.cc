@@ -1,4 +1,4 @@
-#include "dplace/placers/rl/features.h"
+#include "dplace/placers/learning/features.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "dplace/core/error.h"
 
-namespace dplace::rl {
+namespace dplace {
 namespace {
 
 float log_ratio(double value, double max_value) {
@@ -136,4 +136,4 @@ GroupFeatures make_group_features(const Graph& graph, const CostTable& costs,
   return f;
 }
 
-}  // namespace dplace::rl
+}  // namespace dplace

@@ -1,5 +1,5 @@
-// Group embeddings for the RL placer (Mirhoseini et al. 2017, section 3): one fixed-length feature
-// vector per coarse group, concatenating
+// Group embeddings of the learning placers (rl, after Mirhoseini et al. 2017, section 3; hsdag):
+// one fixed-length feature vector per coarse group, concatenating
 //   * op-type counts over a type vocabulary learned from the graph (the `type_vocabulary` most
 //     frequent op types, ties by name, plus one "other" slot), each log1p(count) / log1p(max);
 //   * output-tensor sizes: the `output_slots` largest tensors the group sends to other groups,
@@ -22,7 +22,7 @@
 #include "dplace/ir/coarsening.h"
 #include "dplace/ir/graph.h"
 
-namespace dplace::rl {
+namespace dplace {
 
 struct FeatureOptions {
   int type_vocabulary = 32;  // Default: 32 types + "other".
@@ -45,4 +45,4 @@ struct GroupFeatures {
 GroupFeatures make_group_features(const Graph& graph, const CostTable& costs,
                                   const Coarsening& coarsening, const FeatureOptions& options = {});
 
-}  // namespace dplace::rl
+}  // namespace dplace

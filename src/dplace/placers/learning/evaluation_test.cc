@@ -1,0 +1,84 @@
+#include "dplace/placers/learning/evaluation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "dplace/placers/common/test_cases.h"
+#include "dplace/placers/learning/groupings.h"
+
+namespace dplace::testing {
+namespace {
+
+// two_chains: a0 a1 a2 b0 b1 b2 on /gpu:0 and /gpu:1. A placement per bit pattern.
+Placement pattern(uint32_t bits) {
+  Placement p;
+  for (uint32_t i = 0; i < 6; ++i) p.device_of_op.push_back(DeviceId::from_index((bits >> i) & 1));
+  return p;
+}
+
+TEST(SampleEvaluatorTest, SimulatesEachDistinctPlacementOnceAndRemembersIt) {
+  const auto c = two_chains_case();
+  ThreadPool pool(2);
+  SampleEvaluator evaluator(c->graph(), c->cluster(), c->costs(), c->simulator(), pool);
+  const std::vector<uint32_t> patterns = {0b000111, 0b000111, 0b000000};
+  std::vector<std::string> keys;
+  for (uint32_t b : patterns) keys.push_back(sample_key(std::vector<uint32_t>{b}));
+  std::vector<size_t> filled;
+  std::vector<SampleOutcome> outcomes(3);
+  auto fill = [&](size_t i, Placement& p) {
+    filled.push_back(i);
+    p = pattern(patterns[i]);
+  };
+  EXPECT_EQ(evaluator.evaluate(keys, fill, outcomes), 2);
+  EXPECT_EQ(filled, (std::vector<size_t>{0, 2}));
+  EXPECT_NEAR(outcomes[0].step_time_s, 3.0, 1e-9);  // one chain per GPU: the optimum
+  EXPECT_EQ(outcomes[1].step_time_s, outcomes[0].step_time_s);
+  EXPECT_NEAR(outcomes[2].step_time_s, 6.0, 1e-9);  // all on /gpu:0
+  EXPECT_NEAR(evaluator.reward(outcomes[0]), -std::sqrt(3.0 / c->simulator().lower_bound_s()),
+              1e-12);
+
+  // Known keys come from the cache.
+  filled.clear();
+  EXPECT_EQ(evaluator.evaluate(std::vector<std::string>{keys[2], keys[0]}, fill,
+                               std::span(outcomes).first(2)),
+            0);
+  EXPECT_TRUE(filled.empty());
+  EXPECT_NEAR(outcomes[0].step_time_s, 6.0, 1e-9);
+  evaluator.clear_cache();
+  EXPECT_EQ(
+      evaluator.evaluate(std::vector<std::string>{keys[2]}, fill, std::span(outcomes).first(1)), 1);
+}
+
+TEST(SampleEvaluatorTest, OomIsChargedTwiceTheUpperBound) {
+  const auto c = oversubscribed_pair_case();
+  ThreadPool pool(1);
+  SampleEvaluator evaluator(c->graph(), c->cluster(), c->costs(), c->simulator(), pool);
+  const double bound = step_time_upper_bound_s(c->graph(), c->cluster(), c->costs());
+  EXPECT_EQ(evaluator.oom_charge_s(), 2 * bound);
+  EXPECT_EQ(evaluator.penalised_s({.step_time_s = 1, .feasible = false}), 2 * bound);
+  EXPECT_EQ(evaluator.penalised_s({.step_time_s = 1, .feasible = true}), 1);
+}
+
+TEST(BestPlacementTest, KeepsTheBestAndWhileNoneFitsTheLeastOverflow) {
+  BestPlacement best;
+  auto with = [](uint32_t bits) { return [bits](Placement& p) { p = pattern(bits); }; };
+  // OOM samples only: the least overflow is the result, whatever their charge.
+  EXPECT_TRUE(
+      best.offer({.step_time_s = 5, .feasible = false, .overflow_bytes = 300}, 100, with(1)));
+  EXPECT_FALSE(
+      best.offer({.step_time_s = 4, .feasible = false, .overflow_bytes = 100}, 100, with(2)));
+  EXPECT_FALSE(
+      best.offer({.step_time_s = 3, .feasible = false, .overflow_bytes = 200}, 100, with(3)));
+  EXPECT_FALSE(best.best_feasible());
+  EXPECT_EQ(best.result(), pattern(2));
+  // A fitting sample wins; an equal one later does not replace it.
+  EXPECT_TRUE(best.offer({.step_time_s = 7, .feasible = true}, 7, with(4)));
+  EXPECT_FALSE(best.offer({.step_time_s = 7, .feasible = true}, 7, with(5)));
+  EXPECT_TRUE(best.best_feasible());
+  EXPECT_EQ(best.best_s(), 7);
+  EXPECT_EQ(best.result(), pattern(4));
+}
+
+}  // namespace
+}  // namespace dplace::testing
