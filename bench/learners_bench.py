@@ -10,7 +10,10 @@ samples, samples per second and the policy's share of the learning's time (from 
 Usage (from the repository root):
   /usr/bin/python3 bench/learners_bench.py --dplace build/bin/dplace --out build/bench-learners \
       [--workloads nmt@paper-k80x4,...] [--placers rl,post] [--budget-seconds 60] [--seeds 1,2]
-      [--param key=value ...]
+      [--param key=value ...] [--inference]
+Any placer may be listed (a classic one's samples are 0 and its policy share n/a). --param goes to
+every placer listed (scope it, e.g. hsdag.parse=0, to reach one); --inference places the models'
+forward graphs.
 Standard library only.
 """
 import argparse
@@ -23,9 +26,10 @@ import sys
 from rl_bench import DEFAULT_WORKLOADS  # the 2017 paper's six cells, as rl_bench runs them
 
 
-def place(dplace, model, cluster, placer, budget, seed, params):
-    cmd = [dplace, "place", model, "--cluster", cluster, "--placer", placer, "--budget-seconds",
-           str(budget), "--seed", str(seed), "--json"]
+def place(dplace, model, cluster, placer, budget, seed, params, inference=False):
+    cmd = [dplace, "place", model] + (["--inference"] if inference else []) + [
+        "--cluster", cluster, "--placer", placer, "--budget-seconds", str(budget), "--seed",
+        str(seed), "--json"]
     for p in params:
         cmd += ["--param", p]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -58,6 +62,7 @@ def main():
     ap.add_argument("--budget-seconds", type=float, default=60)
     ap.add_argument("--seeds", default="1")
     ap.add_argument("--param", action="append", default=[], help="key=value for every placer")
+    ap.add_argument("--inference", action="store_true", help="the models' forward graphs only")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -68,7 +73,7 @@ def main():
             for placer in args.placers.split(","):
                 print(f"learners_bench: {spec} {placer} seed {seed}", file=sys.stderr, flush=True)
                 r = place(args.dplace, model, cluster, placer, args.budget_seconds, seed,
-                          args.param)
+                          args.param, args.inference)
                 r.update({"model": model, "cluster": cluster, "placer": placer, "seed": seed})
                 rows.append(r)
                 with open(os.path.join(args.out, "summary.json"), "w") as f:

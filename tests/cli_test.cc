@@ -293,6 +293,32 @@ TEST(CliTest, PostPlacesWithTheRunControlsItShares) {
 #endif
 }
 
+TEST(CliTest, HsdagPlacesWithTheRunControlsItShares) {
+  const fs::path curve = temp_dir() / "hsdag_curve.csv";
+  const RunResult r =
+      run("place two_tower --inference --cluster cpu+igpu --placer hsdag --json --samples 320 "
+          "--curve " +
+          curve.string() + " --param polish=200");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  EXPECT_TRUE(doc["feasible"].get<bool>());
+  const std::string note = doc["note"];
+  EXPECT_NE(note.find("hsdag: 320 samples"), std::string::npos) << note;
+  EXPECT_NE(note.find("polished by anneal: learned "), std::string::npos) << note;
+  // A header and one row per update of 16 samples.
+  const std::string rows = read_all(curve);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 1 + 320 / 16);
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer hsdag --checkpoint x"),
+                        "placer 'hsdag': unknown --param 'checkpoint'");
+  expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer hsdag --param parse=2"),
+                        "parse");
+  // post and hsdag both write a curve: one plain file for both would be overwritten.
+  expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --placers post,hsdag "
+                            "--param curve=" +
+                            curve.string()),
+                        "--param curve=" + curve.string() + " goes to both post and hsdag");
+}
+
 TEST(CliTest, OnnxModelLocalFunctionsAreInlinedAndCounted) {
   // local_functions.onnx (scripts/make-function-fixture.py): two calls of mlp.Block, each calling
   // mlp.Linear twice, then a Softmax.

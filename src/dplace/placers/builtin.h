@@ -26,6 +26,8 @@ void register_sched_placers();
 void register_search_placers();
 // post/: post (cross-entropy minimisation and PPO over per-group softmax distributions).
 void register_post_placers();
+// hsdag/: hsdag (a graph neural network with graph-parsing clusters, trained by REINFORCE).
+void register_hsdag_placers();
 // rl/: rl (reinforcement learning; only when built with DPLACE_WITH_TORCH).
 void register_rl_placers();
 

@@ -1,0 +1,192 @@
+#include "dplace/placers/hsdag/hsdag.h"
+
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <fstream>
+
+#include "dplace/core/error.h"
+#include "dplace/core/scratch_dir.h"
+#include "dplace/placers/common/test_cases.h"
+
+namespace dplace::testing {
+namespace {
+
+// HSDAG alone (no polishing), every op a coarse node, a fixed number of samples.
+std::map<std::string, std::string> learn_only(int samples, bool parse) {
+  return {{"polish", "0"},
+          {"sole-consumer", "off"},
+          {"samples", std::to_string(samples)},
+          {"parse", parse ? "1" : "0"}};
+}
+
+HsdagRun hsdag_on(const PlacerCase& c, std::map<std::string, std::string> params,
+                  uint64_t seed = 1) {
+  PlaceRequest request = case_request(c);
+  request.seed = seed;
+  request.params = std::move(params);
+  return run_hsdag(request, hsdag_options_from_params(request.params));
+}
+
+// Not only the best sample: the final network's likeliest placement is optimal too, which
+// sampling alone would not give. With parsing, every node joins a neighbour's cluster, so the
+// cases whose optimum splits every pair of neighbours (memory_tight, colocation) are learned
+// without it: those are the paper's encoder-placer variant.
+TEST(HsdagPlacerTest, LearnsTheOptimumOfSmallCases) {
+  using MakeCase = std::unique_ptr<PlacerCase> (*)();
+  const MakeCase heavy_light = [] { return heavy_light_case(); };
+  struct Case {
+    MakeCase make;
+    bool parse;
+    bool merges;  // the parsing merges nodes (heavy_light has no edges; shared_weight's nodes
+                  // are of different allowed classes)
+  };
+  for (const Case& k : {Case{two_chains_case, true, true}, Case{cpu_only_case, true, true},
+                        Case{heavy_light, true, false}, Case{shared_weight_case, true, false},
+                        Case{memory_tight_case, false, false}, Case{colocation_case, false, false},
+                        Case{restricted_fill_case, false, false}}) {
+    const auto c = k.make();
+    const HsdagRun run = hsdag_on(*c, learn_only(1600, k.parse));
+    EXPECT_TRUE(run.best_feasible) << c->graph().name();
+    EXPECT_NEAR(run.best_step_time_s, c->optimum_s(), 1e-5)
+        << c->graph().name() << ": " << describe(*c, run.result.placement);
+    EXPECT_EQ(run.restarts, 0) << c->graph().name();
+    const SimResult mode = c->simulator().run(run.mode_placement);
+    EXPECT_TRUE(mode.feasible) << c->graph().name();
+    EXPECT_NEAR(mode.step_time_s, c->optimum_s(), 1e-5)
+        << c->graph().name() << ": " << describe(*c, run.mode_placement);
+    if (k.merges) {
+      EXPECT_LT(run.mode_clusters, static_cast<int>(run.coarse_nodes)) << c->graph().name();
+    } else {
+      EXPECT_EQ(run.mode_clusters, static_cast<int>(run.coarse_nodes)) << c->graph().name();
+    }
+  }
+}
+
+// The distribution concentrates as it learns: less entropy and fewer OOM samples at the end.
+TEST(HsdagPlacerTest, LearningConcentratesOnFittingPlacements) {
+  const auto c = memory_tight_case();  // one placement of 16 fits
+  const HsdagRun run = hsdag_on(*c, learn_only(3200, false));
+  ASSERT_GE(run.curve.size(), 2u);
+  EXPECT_GT(run.curve.front().entropy, 0.6);  // near log 2: small random output weights
+  EXPECT_LT(run.curve.back().entropy, 0.5 * run.curve.front().entropy);
+  EXPECT_GT(run.curve.front().oom_fraction, 0.5);
+  EXPECT_LT(run.curve.back().oom_fraction, 0.2);
+}
+
+// wide(40): 42 coarse nodes, each a cluster, or parsed into clusters.
+TEST(HsdagPlacerTest, SameSeedSamePlacementAnyThreadCount) {
+  const auto c = wide_case(40);
+  for (bool parse : {false, true}) {
+    auto params = learn_only(800, parse);
+    params["threads"] = "1";
+    const HsdagRun one = hsdag_on(*c, params, 7);
+    params["threads"] = "2";
+    const HsdagRun two = hsdag_on(*c, params, 7);
+    EXPECT_EQ(one.result.placement, two.result.placement);
+    EXPECT_EQ(one.mode_placement, two.mode_placement);
+    ASSERT_EQ(one.curve.size(), two.curve.size());
+    for (size_t i = 0; i < one.curve.size(); ++i) {
+      EXPECT_EQ(one.curve[i].mean_step_time_s, two.curve[i].mean_step_time_s) << i;
+      EXPECT_EQ(one.curve[i].entropy, two.curve[i].entropy) << i;
+      EXPECT_EQ(one.curve[i].clusters, two.curve[i].clusters) << i;
+    }
+    const HsdagRun other = hsdag_on(*c, params, 8);
+    bool differs = false;
+    for (size_t i = 0; i < std::min(one.curve.size(), other.curve.size()); ++i)
+      differs |= one.curve[i].mean_step_time_s != other.curve[i].mean_step_time_s;
+    EXPECT_TRUE(differs) << "seeds 7 and 8 sampled the same batches";
+  }
+}
+
+// Nothing fits: the result is the OOM placement with the least memory over capacity.
+TEST(HsdagPlacerTest, NothingFitsReturnsTheLeastOverflow) {
+  const auto none = oversubscribed_pair_case();
+  int64_t least = INT64_MAX;
+  for (uint32_t bits = 0; bits < 16; ++bits) {
+    Placement p;
+    for (uint32_t i = 0; i < 4; ++i)
+      p.device_of_op.push_back(DeviceId::from_index((bits >> i) & 1));
+    least = std::min(least, none->simulator().run(p).total_overflow_bytes());
+  }
+  const PlacerRun run = run_placer(*none, "hsdag", {.params = learn_only(640, false)});
+  EXPECT_FALSE(run.sim.feasible);
+  EXPECT_EQ(run.sim.total_overflow_bytes(), least) << describe(*none, run.result.placement);
+  EXPECT_NE(run.result.note.find("no sampled placement fits in memory"), std::string::npos)
+      << run.result.note;
+}
+
+// After restart_patience updates without a new best, fresh weights: near-uniform distributions
+// again.
+TEST(HsdagPlacerTest, RestartsWithFreshWeights) {
+  const auto c = two_chains_case();
+  auto params = learn_only(16 * 40, true);
+  params["restart-patience"] = "5";
+  const HsdagRun run = hsdag_on(*c, params);
+  EXPECT_GE(run.restarts, 2);
+  for (size_t i = 1; i < run.curve.size(); ++i) {
+    if (run.curve[i].restarts == run.curve[i - 1].restarts) continue;
+    EXPECT_GT(run.curve[i].entropy, 0.5) << i;
+  }
+}
+
+TEST(HsdagPlacerTest, WritesTheLearningCurve) {
+  const std::string path = scratch_path("hsdag_curve.csv");
+  auto params = learn_only(160, true);
+  params["curve"] = path;
+  const HsdagRun run = hsdag_on(*two_chains_case(), params);
+  std::ifstream in(path);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header,
+            "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
+            "oom_fraction,entropy,clusters,restarts");
+  size_t rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    // Two chains of three ops: one cluster each.
+    EXPECT_NE(line.find(",2,0"), std::string::npos) << line;
+  }
+  EXPECT_EQ(rows, run.curve.size());
+  EXPECT_EQ(rows, 10u);
+}
+
+// A single sample of memory_tight is OOM with probability 15/16; the polishing starts from it,
+// never ends worse and reaches the optimum.
+TEST(HsdagPlacerTest, PolishingNeverWorsensTheLearnedPlacement) {
+  const auto c = memory_tight_case();
+  const PlacerRun run = run_placer(
+      *c, "hsdag",
+      {.params = {{"samples", "1"}, {"batch", "1"}, {"polish", "300"}, {"sole-consumer", "off"}}});
+  const std::string& note = run.result.note;
+  const size_t learned_at = note.find("polished by anneal: learned ");
+  const size_t polished_at = note.find(", polished ");
+  ASSERT_NE(learned_at, std::string::npos) << note;
+  ASSERT_NE(polished_at, std::string::npos) << note;
+  const double learned_s = std::stod(note.substr(learned_at + 28));
+  const double polished_s = std::stod(note.substr(polished_at + 11));
+  EXPECT_LE(polished_s, learned_s) << note;
+  EXPECT_TRUE(run.sim.feasible);
+  EXPECT_NEAR(run.sim.step_time_s, c->optimum_s(), 1e-5);
+}
+
+TEST(HsdagPlacerTest, BadParamsAreConfigErrorsNamingTheKey) {
+  const auto c = two_chains_case();
+  auto message = [&](std::map<std::string, std::string> params) {
+    try {
+      run_placer(*c, "hsdag", {.params = std::move(params)});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({{"bogus", "1"}}).find("unknown --param 'bogus'"), std::string::npos);
+  EXPECT_NE(message({{"hidden", "0"}}).find("hidden"), std::string::npos);
+  EXPECT_NE(message({{"parse", "yes"}}).find("parse"), std::string::npos);
+  EXPECT_NE(message({{"shared-weights", "alternate"}}).find("shared-weights"), std::string::npos);
+  EXPECT_NE(message({{"curve", ""}}).find("curve"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dplace::testing
