@@ -10,10 +10,10 @@ samples, samples per second and the policy's share of the learning's time (from 
 Usage (from the repository root):
   /usr/bin/python3 bench/learners_bench.py --dplace build/bin/dplace --out build/bench-learners \
       [--workloads nmt@paper-k80x4,...] [--placers rl,post] [--budget-seconds 60] [--seeds 1,2]
-      [--param key=value ...] [--inference]
+      [--param key=value ...] [--inference] [--batch N]
 Any placer may be listed (a classic one's samples are 0 and its policy share n/a). --param goes to
 every placer listed (scope it, e.g. hsdag.parse=0, to reach one); --inference places the models'
-forward graphs.
+forward graphs, --batch N sets their batch size.
 Standard library only.
 """
 import argparse
@@ -26,8 +26,9 @@ import sys
 from rl_bench import DEFAULT_WORKLOADS  # the 2017 paper's six cells, as rl_bench runs them
 
 
-def place(dplace, model, cluster, placer, budget, seed, params, inference=False):
-    cmd = [dplace, "place", model] + (["--inference"] if inference else []) + [
+def place(dplace, model, cluster, placer, budget, seed, params, inference=False, batch=None):
+    cmd = [dplace, "place", model] + (["--inference"] if inference else []) + (
+        ["--batch", str(batch)] if batch else []) + [
         "--cluster", cluster, "--placer", placer, "--budget-seconds", str(budget), "--seed",
         str(seed), "--json"]
     for p in params:
@@ -63,6 +64,7 @@ def main():
     ap.add_argument("--seeds", default="1")
     ap.add_argument("--param", action="append", default=[], help="key=value for every placer")
     ap.add_argument("--inference", action="store_true", help="the models' forward graphs only")
+    ap.add_argument("--batch", type=int, help="the models' batch size (default: each model's)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -73,7 +75,7 @@ def main():
             for placer in args.placers.split(","):
                 print(f"learners_bench: {spec} {placer} seed {seed}", file=sys.stderr, flush=True)
                 r = place(args.dplace, model, cluster, placer, args.budget_seconds, seed,
-                          args.param, args.inference)
+                          args.param, args.inference, args.batch)
                 r.update({"model": model, "cluster": cluster, "placer": placer, "seed": seed})
                 rows.append(r)
                 with open(os.path.join(args.out, "summary.json"), "w") as f:

@@ -3,11 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -17,7 +14,8 @@
 #include "dplace/core/rng.h"
 #include "dplace/core/thread_pool.h"
 #include "dplace/placers/builtin.h"
-#include "dplace/placers/common/params.h"
+#include "dplace/placers/common/learning_params.h"
+#include "dplace/placers/learning/curve_file.h"
 #include "dplace/placers/learning/evaluation.h"
 #include "dplace/placers/learning/features.h"
 #include "dplace/placers/search/anneal.h"
@@ -31,8 +29,8 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Beyond any relative time a device allowed for a node gives (log 1e4): the feature of a device
-// the node may not use.
+// The relative-time feature of a device the node may not use, log(t_d / t_min) = 10: as if it
+// were e^10 (about 22,000) times slower than the fastest; slower allowed devices are capped there.
 constexpr double kNotAllowedLogRatio = 10;
 
 // Sine and cosine of the topological position at this many frequencies (see make_coarse_graph).
@@ -95,13 +93,13 @@ hsdag::CoarseGraph make_coarse_graph(const Graph& graph, const CostTable& costs,
     const double sd = std::sqrt(var);
     for (size_t u = 0; u < N; ++u) {
       double& x = g.features[u * F + j];
+      // A column equal on every node (up to rounding) says nothing: 0.
       x = sd > 1e-12 ? (x - mean) / sd : 0.0;
     }
   }
-  std::map<std::vector<uint8_t>, uint32_t> classes;
+  std::map<std::string, uint32_t> classes;  // a row of `allowed`, as bytes, and its class
   for (size_t u = 0; u < N; ++u) {
-    std::vector<uint8_t> row(g.allowed.begin() + static_cast<ptrdiff_t>(u * D),
-                             g.allowed.begin() + static_cast<ptrdiff_t>((u + 1) * D));
+    std::string row(reinterpret_cast<const char*>(g.allowed.data() + u * D), D);
     g.allowed_class.push_back(
         classes.try_emplace(std::move(row), static_cast<uint32_t>(classes.size())).first->second);
   }
@@ -117,72 +115,66 @@ hsdag::CoarseGraph make_coarse_graph(const Graph& graph, const CostTable& costs,
   return g;
 }
 
-[[noreturn]] void cannot_write_curve(const std::string& path) {
-  throw ConfigError(
-      fmt::format("--param curve={}: cannot write the file: {}", path, std::strerror(errno)));
+constexpr const char* kCurveHeader =
+    "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
+    "oom_fraction,entropy,clusters,restarts";
+
+// The most multiply-adds one update may take (forward and backward passes; about ten seconds of
+// one core here) and the most memory the network, a batch and the evaluator's cache may hold.
+constexpr double kMaxUpdateMultiplyAdds = 2e10;
+constexpr double kMaxLearningBytes = 4e9;
+
+// Refuses network sizes that would take minutes per update or gigabytes of memory, rather than
+// running past the budget or out of memory. The estimates count the dense products (about three
+// passes' worth: forward, and two products per layer backward) and the stored activations.
+void check_update_size(const hsdag::CoarseGraph& g, const HsdagOptions& options, size_t ops) {
+  const double N = g.num_nodes, F = g.feature_dim, D = g.num_devices;
+  const double H = options.network.hidden, L = options.network.gnn_layers;
+  const double nnz = N + 2.0 * static_cast<double>(g.edges.size());
+  const double multiply_adds =
+      3 * (N * F * H + L * (N * H * H + nnz * H) + 2 * N * H * H + N * H * D);
+  const double parameters = F * H + L * H * H + 2 * H * H + H * D + 4 * H + D;
+  const double K = options.batch;
+  const double bytes = 8 * ((3 * L + 10) * N * H + 4 * parameters) +
+                       4 * (2 * K * N + K * static_cast<double>(ops) + (1 << 14) * N);
+  if (multiply_adds > kMaxUpdateMultiplyAdds || bytes > kMaxLearningBytes) {
+    throw ConfigError(fmt::format(
+        "placer 'hsdag': {} coarse nodes with hidden {}, {} layers and batch {} would take about "
+        "{:.2g} multiply-adds and {:.1f} GB per update (the most: {:.0g} and {:.0f} GB); lower "
+        "--param hidden, layers, batch or groups",
+        g.num_nodes, options.network.hidden, options.network.gnn_layers, options.batch,
+        multiply_adds, bytes / 1e9, kMaxUpdateMultiplyAdds, kMaxLearningBytes / 1e9));
+  }
 }
 
-void write_curve_header(const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
-         "oom_fraction,entropy,clusters,restarts\n";
-  out.close();
-  if (!out) cannot_write_curve(path);
-}
-
-void append_curve(const std::string& path, const HsdagCurvePoint& p) {
-  std::ofstream out(path, std::ios::app);
-  if (!out) cannot_write_curve(path);
-  out << fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{}\n", p.update, p.samples,
+std::string curve_row(const HsdagCurvePoint& p) {
+  return fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{}", p.update, p.samples,
                      p.elapsed_s, p.mean_step_time_s, p.batch_best_step_time_s, p.best_step_time_s,
                      p.oom_fraction, p.entropy, p.clusters, p.restarts);
-  out.close();
-  if (!out) cannot_write_curve(path);
 }
 
 }  // namespace
 
 HsdagOptions hsdag_options_from_params(const std::map<std::string, std::string>& params) {
-  const PlacerParams p("hsdag", params,
-                       {"groups",
-                        "sole-consumer",
-                        "sole-consumer-limit",
-                        "cap",
-                        "cap-transfer-scale",
-                        "shared-weights",
-                        "hidden",
-                        "layers",
-                        "parse",
-                        "init-scale",
-                        "batch",
-                        "lr",
-                        "entropy",
-                        "baseline-decay",
-                        "samples",
-                        "restart-patience",
-                        "threads",
-                        "curve",
-                        "polish",
-                        "polish-share",
-                        "polish-rounds",
-                        "progress-seconds"});
+  std::vector<std::string> keys = learning_grouping_keys();
+  for (const std::string& key : polish_keys()) keys.push_back(key);
+  for (const char* key :
+       {"hidden", "layers", "parse", "init-scale", "batch", "lr", "entropy", "baseline-decay",
+        "samples", "restart-patience", "threads", "curve", "progress-seconds"}) {
+    keys.push_back(key);
+  }
+  const PlacerParams p("hsdag", params, keys);
   HsdagOptions o;
-  LearningGroupingOptions& g = o.grouping;
-  g.groups = static_cast<size_t>(p.get_int("groups", 256, 2, 1 << 16));
-  g.sole_consumer =
-      p.get_choice("sole-consumer", g.sole_consumer, {"full", "chains", "limited", "off"});
-  g.sole_consumer_limit = p.get_double("sole-consumer-limit", g.sole_consumer_limit, 1e-9, 1e12);
-  g.cap = p.get_choice("cap", g.cap, {"lightest", "communication"});
-  g.cap_transfer_scale = p.get_double("cap-transfer-scale", g.cap_transfer_scale, 0, 1e12);
-  g.shared_weights = p.get_choice("shared-weights", "merged", {"merged", "apart"});
-  g.levels = 1;
+  o.grouping = learning_grouping_from_params(p, 1 << 16, {"merged", "apart"}, "merged");
   hsdag::NetworkConfig& n = o.network;
   n.hidden = static_cast<int>(p.get_int("hidden", n.hidden, 1, 1024));
   n.gnn_layers = static_cast<int>(p.get_int("layers", n.gnn_layers, 0, 16));
   n.parse = p.get_choice("parse", "1", {"0", "1"}) == "1";
-  n.init_scale = p.get_double("init-scale", n.init_scale, 0, 100);
-  o.batch = static_cast<int>(p.get_int("batch", o.batch, 1, 4096));
-  o.learning_rate = p.get_double("lr", o.learning_rate, 0, 100);
+  // At 0 every weight would be 0 and every ReLU closed: no gradient would reach the layers.
+  n.init_scale = p.get_double("init-scale", n.init_scale, 1e-3, 100);
+  // One sample has no spread to learn from.
+  o.batch = static_cast<int>(p.get_int("batch", o.batch, 2, 4096));
+  o.learning_rate = p.get_double("lr", o.learning_rate, 0, 1);
   o.entropy_weight = p.get_double("entropy", o.entropy_weight, 0, 100);
   o.baseline_decay = p.get_double("baseline-decay", o.baseline_decay, 0, 1);
   o.max_samples = p.get_int("samples", 0, 0, int64_t{1} << 50);
@@ -192,9 +184,7 @@ HsdagOptions hsdag_options_from_params(const std::map<std::string, std::string>&
     if (it->second.empty()) throw ConfigError("placer 'hsdag': --param curve= needs a file name");
     o.curve = it->second;
   }
-  o.polish_evaluations = p.get_int("polish", o.polish_evaluations, -1, int64_t{1} << 40);
-  o.polish_share = p.get_double("polish-share", o.polish_share, 0, 0.9);
-  o.polish_rounds = static_cast<int>(p.get_int("polish-rounds", o.polish_rounds, 1, 1000));
+  o.polish = polish_from_params(p);
   o.progress_seconds = p.get_double("progress-seconds", o.progress_seconds, 0, 1e6);
   return o;
 }
@@ -206,7 +196,7 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
   const int K = options.batch;
   DPLACE_CHECK(K > 0 && options.grouping.levels == 1 &&
                options.grouping.shared_weights != "alternate");
-  if (!options.curve.empty()) write_curve_header(options.curve);
+  if (!options.curve.empty()) write_curve_header(options.curve, kCurveHeader);
 
   const std::vector<NamedGrouping> groupings =
       make_learning_groupings(graph, *request.cluster, costs, options.grouping);
@@ -214,6 +204,14 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
   const hsdag::CoarseGraph coarse = make_coarse_graph(graph, costs, coarsening);
   const size_t N = static_cast<size_t>(coarse.num_nodes);
   const size_t D = static_cast<size_t>(coarse.num_devices);
+  check_update_size(coarse, options, graph.num_ops());
+  // Every node on a device of its own: there is one placement, and one batch finds it.
+  bool one_placement = true;
+  for (size_t u = 0; u < N; ++u) {
+    one_placement &=
+        std::count(coarse.allowed.begin() + static_cast<ptrdiff_t>(u * D),
+                   coarse.allowed.begin() + static_cast<ptrdiff_t>((u + 1) * D), 1) == 1;
+  }
 
   HsdagRun run;
   run.coarse_nodes = N;
@@ -244,10 +242,18 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
   };
 
   while (true) {
-    if (run.updates > 0 && seconds_since(start) >= request.budget_seconds) break;
+    if (run.updates > 0 && (one_placement || seconds_since(start) >= request.budget_seconds)) break;
     if (options.max_samples > 0 && run.samples >= options.max_samples) break;
     const auto policy_start = Clock::now();
     network->forward(pass);
+    if (!std::isfinite(pass.mean_entropy)) {
+      // The weights have run off (a learning rate far too high): fresh ones.
+      ++run.restarts;
+      updates_since_best = 0;
+      have_baseline = false;
+      network = std::make_unique<hsdag::Network>(coarse, options.network, rng);
+      network->forward(pass);
+    }
     const size_t C = static_cast<size_t>(pass.num_clusters);
     for (int i = 0; i < K; ++i) {
       actions[i].resize(C);
@@ -297,6 +303,7 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
     for (int i = 0; i < K; ++i) var += (rewards[i] - mean_r) * (rewards[i] - mean_r) / K;
     const double spread = std::sqrt(var);
     if (!have_baseline) baseline = mean_r;
+    // Rewards are -sqrt(T / lower bound), about -1 to -10: a spread below 1e-12 is rounding.
     if (spread > 1e-12) {
       for (int i = 0; i < K; ++i) advantages[i] = (rewards[i] - baseline) / spread;
       network->backward(pass, actions, advantages, options.entropy_weight, grad);
@@ -318,7 +325,7 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
                                 .clusters = pass.num_clusters,
                                 .restarts = run.restarts};
     run.curve.push_back(point);
-    if (!options.curve.empty()) append_curve(options.curve, point);
+    if (!options.curve.empty()) append_curve_row(options.curve, curve_row(point));
 
     if (options.restart_patience > 0 && updates_since_best >= options.restart_patience) {
       ++run.restarts;
@@ -385,19 +392,8 @@ namespace {
 class HsdagPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
     const HsdagOptions options = hsdag_options_from_params(request.params);
-    const auto start = Clock::now();
-    const int64_t moves = options.polish_evaluations >= 0
-                              ? options.polish_evaluations
-                              : kPolishFactor * default_anneal_evaluations(*request.graph);
-    if (moves == 0) return run_hsdag(request, options).result;
-    PlaceRequest learn = request;
-    learn.budget_seconds = request.budget_seconds * (1 - options.polish_share);
-    const HsdagRun run = run_hsdag(learn, options);
-    return polish_learned(request, "hsdag", run.result, start,
-                          AnnealOptions{.evaluations = moves,
-                                        .rounds = options.polish_rounds,
-                                        .threads = options.threads,
-                                        .progress_label = "hsdag: polishing"});
+    return learn_then_polish(request, "hsdag", options.polish, options.threads,
+                             [&](const PlaceRequest& r) { return run_hsdag(r, options).result; });
   }
 };
 

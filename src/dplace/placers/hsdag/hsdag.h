@@ -37,31 +37,35 @@
 #include "dplace/placers/hsdag/network.h"
 #include "dplace/placers/learning/groupings.h"
 #include "dplace/placers/placer.h"
+#include "dplace/placers/search/anneal.h"
 
 namespace dplace {
 
 struct HsdagOptions {
-  LearningGroupingOptions grouping;  // levels 1; shared_weights "merged" or "apart"
+  // levels 1; shared_weights "merged" or "apart". Default: groupings.h's, "merged".
+  LearningGroupingOptions grouping;
   hsdag::NetworkConfig network;
-  int batch = 16;                  // K placements per update. Default: 16.
-  double learning_rate = 0.01;     // Adam. Default: 0.01.
-  double entropy_weight = 0.01;    // beta. Default: 0.01.
-  double baseline_decay = 0.5;     // b <- decay * b + (1 - decay) * batch mean reward.
-  int64_t max_samples = 0;         // stop after this many samples (0: budget only).
-  int64_t restart_patience = 400;  // updates without a new best before a restart; 0: never.
-  size_t threads = 0;              // simulation workers; 0: hardware concurrency.
-  std::string curve;               // learning-curve CSV path; empty: none.
-  // Polishing, as rl's and post's: -1: kPolishFactor times anneal's default evaluations; 0: off.
-  int64_t polish_evaluations = -1;
-  double polish_share = 0.1;
-  int polish_rounds = 8;
-  double progress_seconds = 2;  // seconds between progress lines (with --progress).
+  int batch = 16;                // K placements per update, at least 2. Default: 16.
+  double learning_rate = 0.001;  // Adam. Default: 0.001.
+  double entropy_weight = 0.01;  // beta. Default: 0.01.
+  // b <- decay * b + (1 - decay) * batch mean reward. Default: 0.5.
+  double baseline_decay = 0.5;
+  // Stop at the first whole batch that reaches this many samples; 0: the budget only. Default: 0.
+  int64_t max_samples = 0;
+  // Updates without a new best before fresh weights; 0: never. Default: 400.
+  int64_t restart_patience = 400;
+  size_t threads = 0;  // simulation workers; 0: hardware concurrency. Default: 0.
+  std::string curve;   // learning-curve CSV path; empty: none. Default: empty.
+  // Polishing, as rl's and post's (search/anneal.h, learn_then_polish); evaluations 0: off.
+  PolishOptions polish;
+  double progress_seconds = 2;  // seconds between progress lines (with --progress). Default: 2.
 };
 
 // Reads --param key=value pairs: groups, sole-consumer, sole-consumer-limit, cap,
 // cap-transfer-scale, shared-weights, hidden, layers, parse, init-scale, batch, lr, entropy,
 // baseline-decay, samples, restart-patience, threads, curve, polish, polish-share, polish-rounds,
-// progress-seconds. Throws ConfigError naming the key for an unknown key or a bad value.
+// progress-seconds (bounds: batch >= 2, lr <= 1, init-scale >= 0.001, hidden <= 1024, layers <=
+// 16, groups <= 65536). Throws ConfigError naming the key for an unknown key or a bad value.
 HsdagOptions hsdag_options_from_params(const std::map<std::string, std::string>& params);
 
 // One row of the learning curve (one update).
@@ -93,14 +97,18 @@ struct HsdagRun {
   bool best_feasible = false;
   std::vector<HsdagCurvePoint> curve;
   // The most likely placement under the final network (each cluster's likeliest device, the
-  // first of equal ones), and that forward pass's cluster count.
+  // first of equal ones), and that forward pass's cluster count. After a restart in the last
+  // update: the fresh network's.
   Placement mode_placement;
   int mode_clusters = 0;
 };
 
 // Learns on request.graph / request.cluster within request.budget_seconds (request.seed,
 // request.progress) and returns the best placement sampled. No polishing. At least one batch is
-// sampled, whatever the budget.
+// sampled, whatever the budget; exactly one when every coarse node may use one device only.
+// A network whose outputs are no longer finite starts again (counted as a restart). Throws
+// ConfigError, before learning, when one update would take more than 2e10 multiply-adds or the
+// network, a batch and the cache more than 4 GB.
 HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options);
 
 }  // namespace dplace

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <string>
 
 #include "dplace/core/error.h"
 
@@ -82,6 +84,18 @@ Network::Network(const CoarseGraph& graph, const NetworkConfig& config, Rng& rng
   DPLACE_CHECK(N > 0 && F > 0 && D > 0 && H > 0);
   DPLACE_CHECK(graph.features.size() == N * F && graph.allowed.size() == N * D &&
                graph.allowed_class.size() == N);
+  // Parsing merges nodes by class and gives a cluster its first node's devices: a class must be
+  // one set of devices, and one set of devices one class.
+  std::map<std::string, uint32_t> class_of_row;  // a row's bytes as the key
+  std::map<uint32_t, std::string> row_of_class;
+  for (size_t u = 0; u < N; ++u) {
+    const std::string row(reinterpret_cast<const char*>(graph.allowed.data() + u * D), D);
+    DPLACE_CHECK(std::count(row.begin(), row.end(), 1) > 0) << "node " << u << " may use no device";
+    const uint32_t c = graph.allowed_class[u];
+    DPLACE_CHECK(class_of_row.try_emplace(row, c).first->second == c &&
+                 row_of_class.try_emplace(c, row).first->second == row)
+        << "node " << u << ": its allowed class and its devices disagree with an earlier node's";
+  }
 
   size_t next = 0;
   auto take = [&](size_t n) {
@@ -111,11 +125,25 @@ Network::Network(const CoarseGraph& graph, const NetworkConfig& config, Rng& rng
     for (size_t i = 0; i < fan_in * fan_out; ++i)
       theta_[at + i] = limit * (2 * rng.uniform01() - 1);
   };
+  // Biases as PyTorch's linear layers start them: uniform in +-1/sqrt(fan_in). (At zero, a node
+  // whose standardised features are all 0, e.g. the only node of a graph, reached the output
+  // layer as zeros, and so did any input that closed every ReLU.)
+  auto bias = [&](size_t at, size_t fan_in, size_t n) {
+    const double limit = config.init_scale / std::sqrt(static_cast<double>(fan_in));
+    for (size_t i = 0; i < n; ++i) theta_[at + i] = limit * (2 * rng.uniform01() - 1);
+  };
   glorot(layout_.w_in, F, H);
-  for (size_t l = 0; l < L; ++l) glorot(layout_.w_gnn[l], H, H);
+  bias(layout_.b_in, F, H);
+  for (size_t l = 0; l < L; ++l) {
+    glorot(layout_.w_gnn[l], H, H);
+    bias(layout_.b_gnn[l], H, H);
+  }
   glorot(layout_.w_score, H, 1);
+  bias(layout_.b_score, H, 1);
   glorot(layout_.w1, H, H);
+  bias(layout_.b1, H, H);
   glorot(layout_.w2, H, D);
+  bias(layout_.b2, H, D);
 
   std::vector<std::vector<uint32_t>> neighbours(N);
   parse_edges_.assign(N, {});
@@ -243,7 +271,8 @@ void Network::forward(ForwardPass& pass) const {
       for (uint32_t e : pass.cluster_edges[k]) sum += pass.edge_scores[e];
       pass.sbar[k] = sum / static_cast<double>(pass.cluster_edges[k].size());
     }
-    for (size_t j = 0; j < H; ++j) pass.g[k * H + j] = pass.sbar[k] * pass.mean_h[k * H + j];
+    const double scale = 1 + pass.sbar[k];
+    for (size_t j = 0; j < H; ++j) pass.g[k * H + j] = scale * pass.mean_h[k * H + j];
     // Parsing merges only nodes of one allowed class: any member speaks for all.
     std::copy_n(graph_.allowed.begin() + static_cast<ptrdiff_t>(members.front() * D), D,
                 pass.allowed.begin() + static_cast<ptrdiff_t>(k * D));
@@ -300,6 +329,7 @@ double Network::backward(const ForwardPass& pass, const std::vector<std::vector<
     DPLACE_CHECK(actions[i].size() == C);
     advantage_sum += advantages[i];
     for (size_t k = 0; k < C; ++k) {
+      DPLACE_CHECK(actions[i][k] < D);
       const size_t at = k * D + actions[i][k];
       DPLACE_CHECK(pass.allowed[at]);
       loss -= advantages[i] * pass.log_probs[at] / K;
@@ -339,7 +369,7 @@ double Network::backward(const ForwardPass& pass, const std::vector<std::vector<
     const std::vector<uint32_t>& members = pass.members[k];
     double d_sbar = 0;
     for (size_t j = 0; j < H; ++j) d_sbar += d_g[k * H + j] * pass.mean_h[k * H + j];
-    const double scale = pass.sbar[k] / static_cast<double>(members.size());
+    const double scale = (1 + pass.sbar[k]) / static_cast<double>(members.size());
     for (uint32_t u : members)
       for (size_t j = 0; j < H; ++j) d_h[u * H + j] += scale * d_g[k * H + j];
     const std::vector<uint32_t>& edges = pass.cluster_edges[k];

@@ -8,19 +8,22 @@
 // Forward pass, for parameters theta:
 //   h0 = relu(X W_in + b_in)                                         input transform (N x H)
 //   h_l = h_{l-1} + relu(A h_{l-1} W_l + b_l), l = 1..L              graph convolutions (GCN,
-//        A = D^-1/2 (adjacency + I) D^-1/2 over the undirected edges, with a residual)
+//        A = Deg^-1/2 (adjacency + I) Deg^-1/2 over the undirected edges, Deg the degrees
+//        with self-loops; with a residual)
 //   s_e = sigmoid(w_s . (h_u * h_v) + b_s) for each edge e = {u, v}  edge scores (* elementwise)
 //   parsing (graph parsing network, Song et al. 2024): every node takes its dominant edge, the
 //        incident edge of highest score among those to nodes of its allowed-device class (ties:
 //        the lower edge index); the clusters are the connected components of the dominant
 //        edges (a node with no such edge is a cluster alone); clusters are numbered by their
 //        lowest node. With parse off, every node is a cluster.
-//   g_k = sbar_k * mean over u in k of h_u, sbar_k the mean score of the cluster's dominant
-//        edges (1 for a cluster of one node)                          cluster embeddings (C x H)
+//   g_k = (1 + sbar_k) * mean over u in k of h_u, sbar_k the mean score of the cluster's
+//        dominant edges (1 for a cluster of one node)                 cluster embeddings (C x H)
 //   z_k = relu(g_k W_1 + b_1); logits_k = z_k W_2 + b_2               placer MLP
 //   p_k = softmax of logits_k over the cluster's allowed devices (0 elsewhere).
 // The parsing is piecewise constant in theta; gradients reach the edge scores through sbar_k,
-// as the paper's pooling scales a cluster's embedding by its edges' scores.
+// as the paper's pooling scales a cluster's embedding by its edges' scores. (The paper's factor
+// is sbar_k alone; with it, REINFORCE drove every score to 0 on symmetric graphs, every cluster's
+// embedding with it, and the distributions stayed uniform: 1 + sbar_k keeps the embedding.)
 //
 // The loss for K sampled placements a_i (a device per cluster) with advantages A_i and entropy
 // weight beta: L = -(1/K) sum_i A_i sum_k log p_k(a_ik) - beta * mean_k entropy(p_k).
@@ -41,9 +44,10 @@ struct CoarseEdge {
   uint32_t v = 0;  // u < v
 };
 
-// The network's input. REQUIRES: features.size() == num_nodes x feature_dim; allowed.size() ==
-// num_nodes x num_devices with at least one device per node; allowed_class equal for nodes with
-// equal rows of `allowed`; edges unique, u < v < num_nodes.
+// The network's input. REQUIRES (checked by Network's constructor, but edge uniqueness):
+// features.size() == num_nodes x feature_dim; allowed.size() == num_nodes x num_devices with at
+// least one device per node; two nodes have equal allowed_class exactly when their rows of
+// `allowed` are equal; edges unique, u < v < num_nodes.
 struct CoarseGraph {
   int num_nodes = 0;
   int feature_dim = 0;
@@ -57,7 +61,7 @@ struct CoarseGraph {
 struct NetworkConfig {
   int hidden = 64;        // H. Default: 64.
   int gnn_layers = 2;     // L. Default: 2.
-  bool parse = true;      // graph parsing into clusters; off: one cluster per node.
+  bool parse = true;      // graph parsing into clusters; off: one cluster per node. Default: on.
   double init_scale = 1;  // scale of the uniform Glorot initialisation. Default: 1.
 };
 
@@ -86,7 +90,8 @@ struct ForwardPass {
 
 class Network {
  public:
-  // Glorot-uniform weights times config.init_scale, zero biases. (A zero output layer, every
+  // REQUIRES: `graph` outlives the network; it meets CoarseGraph's requirements.
+  // Glorot-uniform weights and biases uniform in +-1/sqrt(fan_in), times config.init_scale. (A zero output layer, every
   // distribution uniform at first, learned far slower: clusters alike in their features, e.g.
   // two identical chains, had to break their symmetry by sampling noise alone.)
   Network(const CoarseGraph& graph, const NetworkConfig& config, Rng& rng);
@@ -94,6 +99,9 @@ class Network {
   const CoarseGraph& graph() const { return graph_; }
   const NetworkConfig& config() const { return config_; }
   size_t num_parameters() const { return theta_.size(); }
+  // Every weight in one vector, in this order, each matrix row-major (input index by output
+  // index): W_in (F x H), b_in (H), then per layer W_l (H x H), b_l (H), then w_s (H), b_s (1),
+  // W_1 (H x H), b_1 (H), W_2 (H x D), b_2 (D).
   std::vector<double>& parameters() { return theta_; }
 
   void forward(ForwardPass& pass) const;

@@ -49,22 +49,38 @@ void random_batch(const ForwardPass& pass, int devices, int K, Rng& rng,
   }
 }
 
-// backward()'s gradient against central differences of the loss, for every parameter, with and
-// without parsing; the clusters must not change under the perturbation (checked).
+// backward()'s gradient against central differences of the loss, for every parameter: with and
+// without parsing, without graph convolutions, one hidden unit, a graph without edges. The
+// clusters must not change under the perturbation (checked).
 TEST(HsdagNetworkTest, GradientMatchesFiniteDifferences) {
-  for (bool parse : {true, false}) {
-    const CoarseGraph g = random_graph(12, 8, 3);
+  struct Variant {
+    NetworkConfig config;
+    int extra_edges;
+    bool edges;
+  };
+  for (const Variant& variant :
+       {Variant{{.hidden = 6, .gnn_layers = 2, .parse = true}, 8, true},
+        Variant{{.hidden = 6, .gnn_layers = 2, .parse = false}, 8, true},
+        Variant{{.hidden = 6, .gnn_layers = 0, .parse = true}, 8, true},
+        Variant{{.hidden = 1, .gnn_layers = 1, .parse = true}, 8, true},
+        Variant{{.hidden = 4, .gnn_layers = 2, .parse = true}, 0, false}}) {
+    const bool parse = variant.config.parse && variant.edges;
+    CoarseGraph g = random_graph(12, variant.extra_edges, 3);
+    if (!variant.edges) g.edges.clear();
     Rng rng(5);
-    NetworkConfig config{.hidden = 6, .gnn_layers = 2, .parse = parse};
-    Network net(g, config, rng);
-    // Non-zero output weights, so that every layer's gradient is non-trivial.
+    Network net(g, variant.config, rng);
     for (double& w : net.parameters()) w += 0.3 * rng.normal();
+    // The placer MLP's hidden biases (b_1, after W_in, b_in, the layers, w_s, b_s and W_1) at 1:
+    // its units open, so that the gradient reaches every layer.
+    const size_t F = g.feature_dim, H = variant.config.hidden, L = variant.config.gnn_layers;
+    const size_t b1 = F * H + H + L * (H * H + H) + H + 1 + H * H;
+    for (size_t j = 0; j < H; ++j) net.parameters()[b1 + j] = 1.0;
     ForwardPass pass;
     net.forward(pass);
-    if (parse) {
+    if (parse && variant.config.hidden > 1) {
       ASSERT_LT(pass.num_clusters, g.num_nodes);
       ASSERT_GT(pass.num_clusters, 1);
-    } else {
+    } else if (!parse) {
       ASSERT_EQ(pass.num_clusters, g.num_nodes);
     }
     std::vector<std::vector<uint32_t>> actions;
@@ -94,8 +110,41 @@ TEST(HsdagNetworkTest, GradientMatchesFiniteDifferences) {
           << "parameter " << i << (parse ? " (parse)" : "");
       nonzero += std::abs(grad[i]) > 1e-9;
     }
-    EXPECT_GT(nonzero, net.num_parameters() / 2);
+    EXPECT_GT(nonzero, net.num_parameters() / 3);
   }
+}
+
+// One forward pass worked by hand. Two nodes, one feature (1 and 2), one edge, one hidden unit,
+// one layer, two devices; every weight 1 but W_2 = (1, -1):
+//   h0 = (1, 2); A = [[1/2, 1/2], [1/2, 1/2]], so A h0 = (1.5, 1.5) and h1 = h0 + 1.5 = (2.5, 3.5);
+//   s = sigmoid(2.5 x 3.5 + 1) = sigmoid(9.75); both nodes take the edge: one cluster;
+//   g = (1 + s) x mean(2.5, 3.5) = 3 (1 + s); z = g + 1; logits (z + 1, -z + 1): p_0 =
+//   sigmoid(2 z).
+TEST(HsdagNetworkTest, ForwardPassByHand) {
+  CoarseGraph g;
+  g.num_nodes = 2;
+  g.feature_dim = 1;
+  g.num_devices = 2;
+  g.features = {1, 2};
+  g.allowed = {1, 1, 1, 1};
+  g.allowed_class = {0, 0};
+  g.edges = {{0, 1}};
+  Rng rng(1);
+  Network net(g, NetworkConfig{.hidden = 1, .gnn_layers = 1}, rng);
+  ASSERT_EQ(net.num_parameters(), 12u);
+  // W_in, b_in, W_1, b_1 (the layer), w_s, b_s, W_1, b_1 (the MLP), W_2 (2), b_2 (2).
+  net.parameters() = {1, 0, 1, 0, 1, 1, 1, 1, 1, -1, 1, 1};
+  ForwardPass pass;
+  net.forward(pass);
+  ASSERT_EQ(pass.num_clusters, 1);
+  EXPECT_EQ(pass.members[0], (std::vector<uint32_t>{0, 1}));
+  EXPECT_DOUBLE_EQ(pass.h[1][0], 2.5);
+  EXPECT_DOUBLE_EQ(pass.h[1][1], 3.5);
+  const double s = 1 / (1 + std::exp(-9.75));
+  EXPECT_NEAR(pass.edge_scores[0], s, 1e-15);
+  const double z = 3 * (1 + s) + 1;
+  EXPECT_NEAR(pass.probs[0], 1 / (1 + std::exp(-2 * z)), 1e-15);
+  EXPECT_NEAR(pass.probs[1], 1 - pass.probs[0], 1e-15);
 }
 
 // The parsing: every cluster is connected by its dominant edges, holds one allowed class, and

@@ -2,7 +2,8 @@
 //
 //  * SampleEvaluator simulates a batch of sampled placements concurrently, each distinct one once:
 //    a sample is identified by a key (equal keys mean equal placements), and the outcomes of
-//    recent keys are kept (a cache of `cache_entries`, cleared when full), because a converging
+//    recent keys are kept (a cache of `cache_entries`, cleared when a batch would overfill it; a
+//    batch of more distinct keys than that is kept whole), because a converging
 //    policy samples the same placements again and again and each simulation gives the same answer.
 //  * An OOM placement is charged oom_charge_s(), twice an upper bound on any placement's step time
 //    (groupings.h, step_time_upper_bound_s), so that every fitting placement beats it. The reward
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -86,7 +88,7 @@ class BestPlacement {
 
  private:
   Placement best_;
-  double best_s_ = 1.0 / 0.0;
+  double best_s_ = std::numeric_limits<double>::infinity();
   bool best_feasible_ = false;
   Placement least_overflow_;
   SampleOutcome least_overflow_outcome_;

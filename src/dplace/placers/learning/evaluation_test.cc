@@ -50,6 +50,26 @@ TEST(SampleEvaluatorTest, SimulatesEachDistinctPlacementOnceAndRemembersIt) {
       evaluator.evaluate(std::vector<std::string>{keys[2]}, fill, std::span(outcomes).first(1)), 1);
 }
 
+// With room for two outcomes, a third distinct placement empties the cache first.
+TEST(SampleEvaluatorTest, AFullCacheIsEmptied) {
+  const auto c = two_chains_case();
+  ThreadPool pool(1);
+  SampleEvaluator evaluator(c->graph(), c->cluster(), c->costs(), c->simulator(), pool, 2);
+  auto key = [](uint32_t bits) { return sample_key(std::vector<uint32_t>{bits}); };
+  auto run = [&](uint32_t bits) {
+    SampleOutcome o;
+    return evaluator.evaluate(
+        std::vector<std::string>{key(bits)}, [&](size_t, Placement& p) { p = pattern(bits); },
+        std::span(&o, 1));
+  };
+  EXPECT_EQ(run(1), 1);
+  EXPECT_EQ(run(2), 1);
+  EXPECT_EQ(run(1), 0);  // cached
+  EXPECT_EQ(run(3), 1);  // 2 + 1 > 2: emptied, then 3 kept
+  EXPECT_EQ(run(1), 1);  // simulated again
+  EXPECT_EQ(run(3), 0);
+}
+
 TEST(SampleEvaluatorTest, OomIsChargedTwiceTheUpperBound) {
   const auto c = oversubscribed_pair_case();
   ThreadPool pool(1);
@@ -72,6 +92,12 @@ TEST(BestPlacementTest, KeepsTheBestAndWhileNoneFitsTheLeastOverflow) {
       best.offer({.step_time_s = 3, .feasible = false, .overflow_bytes = 200}, 100, with(3)));
   EXPECT_FALSE(best.best_feasible());
   EXPECT_EQ(best.result(), pattern(2));
+  // Equal overflow: the shorter step; an OOM sample with no overflow reported is not kept.
+  EXPECT_FALSE(
+      best.offer({.step_time_s = 3.5, .feasible = false, .overflow_bytes = 100}, 100, with(6)));
+  EXPECT_FALSE(
+      best.offer({.step_time_s = 1, .feasible = false, .overflow_bytes = 0}, 100, with(7)));
+  EXPECT_EQ(best.result(), pattern(6));
   // A fitting sample wins; an equal one later does not replace it.
   EXPECT_TRUE(best.offer({.step_time_s = 7, .feasible = true}, 7, with(4)));
   EXPECT_FALSE(best.offer({.step_time_s = 7, .feasible = true}, 7, with(5)));

@@ -3,18 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 
 #include "dplace/core/error.h"
 #include "dplace/core/format.h"
 #include "dplace/core/rng.h"
 #include "dplace/core/thread_pool.h"
 #include "dplace/placers/builtin.h"
-#include "dplace/placers/common/params.h"
+#include "dplace/placers/common/learning_params.h"
+#include "dplace/placers/learning/curve_file.h"
 #include "dplace/placers/learning/evaluation.h"
 #include "dplace/placers/search/anneal.h"
 
@@ -178,67 +176,31 @@ constexpr int64_t kMaxWindowSamples = int64_t{1} << 20;
 // The most memory the samples of a batch and the elite may hold.
 constexpr double kMaxLearningBytes = 4e9;
 
-[[noreturn]] void cannot_write_curve(const std::string& path) {
-  throw ConfigError(
-      fmt::format("--param curve={}: cannot write the file: {}", path, std::strerror(errno)));
-}
+constexpr const char* kCurveHeader =
+    "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
+    "oom_fraction,entropy,step,restarts,grouping";
 
-void write_curve_header(const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  out << "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
-         "oom_fraction,entropy,step,restarts,grouping\n";
-  out.close();
-  if (!out) cannot_write_curve(path);
-}
-
-void append_curve(const std::string& path, const PostCurvePoint& p, const std::string& grouping) {
-  std::ofstream out(path, std::ios::app);
-  if (!out) cannot_write_curve(path);
-  out << fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{}\n", p.update,
+std::string curve_row(const PostCurvePoint& p, const std::string& grouping) {
+  return fmt::format("{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{}", p.update,
                      p.samples, p.elapsed_s, p.mean_step_time_s, p.batch_best_step_time_s,
                      p.best_step_time_s, p.oom_fraction, p.entropy, p.ce_step ? "ce" : "ppo",
                      p.restarts, grouping);
-  out.close();
-  if (!out) cannot_write_curve(path);
 }
 
 }  // namespace
 
 PostOptions post_options_from_params(const std::map<std::string, std::string>& params) {
-  const PlacerParams p("post", params,
-                       {"groups",
-                        "sole-consumer",
-                        "sole-consumer-limit",
-                        "cap",
-                        "cap-transfer-scale",
-                        "shared-weights",
-                        "batch",
-                        "ce-every",
-                        "elite",
-                        "mix",
-                        "epochs",
-                        "clip",
-                        "lr",
-                        "baseline-decay",
-                        "samples",
-                        "restart-patience",
-                        "threads",
-                        "curve",
-                        "polish",
-                        "polish-share",
-                        "polish-rounds",
-                        "progress-seconds"});
+  std::vector<std::string> keys = learning_grouping_keys();
+  for (const std::string& key : polish_keys()) keys.push_back(key);
+  for (const char* key :
+       {"batch", "ce-every", "elite", "mix", "epochs", "clip", "lr", "baseline-decay", "samples",
+        "restart-patience", "threads", "curve", "progress-seconds"}) {
+    keys.push_back(key);
+  }
+  const PlacerParams p("post", params, keys);
   PostOptions o;
-  LearningGroupingOptions& g = o.grouping;
-  g.groups = static_cast<size_t>(p.get_int("groups", 256, 2, 1 << 20));
-  g.sole_consumer =
-      p.get_choice("sole-consumer", g.sole_consumer, {"full", "chains", "limited", "off"});
-  g.sole_consumer_limit = p.get_double("sole-consumer-limit", g.sole_consumer_limit, 1e-9, 1e12);
-  g.cap = p.get_choice("cap", g.cap, {"lightest", "communication"});
-  g.cap_transfer_scale = p.get_double("cap-transfer-scale", g.cap_transfer_scale, 0, 1e12);
-  g.shared_weights =
-      p.get_choice("shared-weights", g.shared_weights, {"merged", "apart", "alternate"});
-  g.levels = 1;
+  o.grouping =
+      learning_grouping_from_params(p, 1 << 20, {"merged", "apart", "alternate"}, "alternate");
   o.batch = static_cast<int>(p.get_int("batch", o.batch, 1, 4096));
   o.ce_every = static_cast<int>(p.get_int("ce-every", o.ce_every, 1, 1 << 20));
   o.elite = p.get_double("elite", o.elite, 1e-9, 1);
@@ -260,9 +222,7 @@ PostOptions post_options_from_params(const std::map<std::string, std::string>& p
         "samples, more than {}",
         o.ce_every, o.batch, static_cast<int64_t>(o.ce_every) * o.batch, kMaxWindowSamples));
   }
-  o.polish_evaluations = p.get_int("polish", o.polish_evaluations, -1, int64_t{1} << 40);
-  o.polish_share = p.get_double("polish-share", o.polish_share, 0, 0.9);
-  o.polish_rounds = static_cast<int>(p.get_int("polish-rounds", o.polish_rounds, 1, 1000));
+  o.polish = polish_from_params(p);
   o.progress_seconds = p.get_double("progress-seconds", o.progress_seconds, 0, 1e6);
   return o;
 }
@@ -275,7 +235,7 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
   const Simulator& simulator = *request.simulator;
   const int K = options.batch;
   DPLACE_CHECK(K > 0 && options.ce_every > 0 && options.grouping.levels == 1);
-  if (!options.curve.empty()) write_curve_header(options.curve);
+  if (!options.curve.empty()) write_curve_header(options.curve, kCurveHeader);
 
   const std::vector<NamedGrouping> groupings =
       make_learning_groupings(graph, cluster, costs, options.grouping);
@@ -451,7 +411,9 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
                          .restarts = run.restarts,
                          .grouping = grouping_index};
     run.curve.push_back(point);
-    if (!options.curve.empty()) append_curve(options.curve, point, groupings[grouping_index].name);
+    if (!options.curve.empty()) {
+      append_curve_row(options.curve, curve_row(point, groupings[grouping_index].name));
+    }
 
     // A restart: the uniform distribution again, on the next grouping.
     if (options.restart_patience > 0 && updates_since_best >= options.restart_patience) {
@@ -518,19 +480,8 @@ namespace {
 class PostPlacer final : public Placer {
   PlaceResult place_impl(const PlaceRequest& request) override {
     const PostOptions options = post_options_from_params(request.params);
-    const auto start = Clock::now();
-    const int64_t moves = options.polish_evaluations >= 0
-                              ? options.polish_evaluations
-                              : kPolishFactor * default_anneal_evaluations(*request.graph);
-    if (moves == 0) return run_post(request, options).result;
-    PlaceRequest learn = request;
-    learn.budget_seconds = request.budget_seconds * (1 - options.polish_share);
-    const PostRun run = run_post(learn, options);
-    return polish_learned(request, "post", run.result, start,
-                          AnnealOptions{.evaluations = moves,
-                                        .rounds = options.polish_rounds,
-                                        .threads = options.threads,
-                                        .progress_label = "post: polishing"});
+    return learn_then_polish(request, "post", options.polish, options.threads,
+                             [&](const PlaceRequest& r) { return run_post(r, options).result; });
   }
 };
 

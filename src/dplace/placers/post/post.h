@@ -40,6 +40,7 @@
 
 #include "dplace/placers/learning/groupings.h"
 #include "dplace/placers/placer.h"
+#include "dplace/placers/search/anneal.h"
 
 namespace dplace {
 
@@ -57,12 +58,9 @@ struct PostOptions {
   int64_t restart_patience = 400;  // batches without a new best before a restart; 0: never.
   size_t threads = 0;              // simulation workers; 0: hardware concurrency.
   std::string curve;               // learning-curve CSV path; empty: none.
-  // Polishing, as rl's (search/anneal.h, polish_learned): -1: kPolishFactor times anneal's
-  // default evaluations; 0: off (the paper's method alone). The learning stops at
-  // (1 - polish_share) of the budget. Default: -1, 0.1, 8 rounds.
-  int64_t polish_evaluations = -1;
-  double polish_share = 0.1;
-  int polish_rounds = 8;
+  // Polishing, as rl's (search/anneal.h, learn_then_polish); evaluations 0: off (the paper's
+  // method alone).
+  PolishOptions polish;
   double progress_seconds = 2;  // seconds between progress lines (with --progress).
 };
 

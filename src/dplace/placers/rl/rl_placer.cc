@@ -25,8 +25,9 @@
 #include "dplace/core/rng.h"
 #include "dplace/core/thread_pool.h"
 #include "dplace/ir/coarsening.h"
-#include "dplace/placers/learning/groupings.h"
+#include "dplace/placers/learning/curve_file.h"
 #include "dplace/placers/learning/features.h"
+#include "dplace/placers/learning/groupings.h"
 #include "dplace/placers/rl/policy.h"
 #include "dplace/placers/rl/reward.h"
 #include "dplace/placers/rl/torch_module.h"
@@ -106,11 +107,6 @@ constexpr const char* kCurveHeader =
     "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
     "oom_fraction,entropy,baseline,policy_s,evaluate_s,restarts,level,grouping\n";
 
-[[noreturn]] void cannot_write_curve(const std::string& path) {
-  throw ConfigError(
-      fmt::format("--param curve={}: cannot write the file: {}", path, std::strerror(errno)));
-}
-
 // Starts the learning curve before the run spends its budget: a new run writes the header (a path
 // that cannot be written fails now); a run resumed at `updates` keeps the rows up to that update
 // and drops later ones, written before an interruption, which it is about to redo.
@@ -130,7 +126,7 @@ void start_curve(const std::string& path, bool resumed, int64_t updates) {
   std::ofstream out(path, std::ios::trunc);
   out << kept;
   out.close();
-  if (!out) cannot_write_curve(path);
+  if (!out) throw_cannot_write_curve(path);
 }
 
 // Appends rows to the curve begun by start_curve. grouping_names: per CurvePoint::grouping, the
@@ -138,7 +134,7 @@ void start_curve(const std::string& path, bool resumed, int64_t updates) {
 void write_curve(const std::string& path, const std::vector<CurvePoint>& curve,
                  const std::vector<std::string>& grouping_names) {
   std::ofstream out(path, std::ios::app);
-  if (!out) cannot_write_curve(path);
+  if (!out) throw_cannot_write_curve(path);
   for (const CurvePoint& p : curve) {
     out << fmt::format(
         "{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.9g},{:.6g},{:.6g},{},{},{}\n", p.update,
@@ -147,7 +143,7 @@ void write_curve(const std::string& path, const std::vector<CurvePoint>& curve,
         grouping_names[p.grouping]);
   }
   out.close();
-  if (!out) cannot_write_curve(path);
+  if (!out) throw_cannot_write_curve(path);
 }
 
 // Refuses a checkpoint path that could not be written, before the run spends its budget.

@@ -675,4 +675,22 @@ PlaceResult polish_learned(const PlaceRequest& request, const std::string& place
   return polished;
 }
 
+PlaceResult learn_then_polish(const PlaceRequest& request, const std::string& placer,
+                              const PolishOptions& polish, size_t threads,
+                              const std::function<PlaceResult(const PlaceRequest&)>& learn) {
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t moves = polish.evaluations >= 0
+                            ? polish.evaluations
+                            : kPolishFactor * default_anneal_evaluations(*request.graph);
+  if (moves == 0) return learn(request);
+  PlaceRequest learn_request = request;
+  learn_request.budget_seconds = request.budget_seconds * (1 - polish.share);
+  const PlaceResult learned = learn(learn_request);
+  return polish_learned(request, placer, learned, start,
+                        AnnealOptions{.evaluations = moves,
+                                      .rounds = polish.rounds,
+                                      .threads = threads,
+                                      .progress_label = placer + ": polishing"});
+}
+
 }  // namespace dplace

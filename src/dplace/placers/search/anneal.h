@@ -47,6 +47,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,18 +88,33 @@ PlaceResult anneal_from(const PlaceRequest& request, const std::string& start_na
 // The default of --param evaluations for this graph.
 int64_t default_anneal_evaluations(const Graph& graph);
 
-// The learning placers' default polishing effort (rl, post), in multiples of
+// The learning placers' default polishing effort (rl, post, hsdag), in multiples of
 // default_anneal_evaluations.
 inline constexpr int64_t kPolishFactor = 10;
 
-// The polishing of a learning placer's result (rl, post): anneal_from the learned placement with
-// what is left of request.budget_seconds since `start` (none left: the whole-device moves and
+// How much of a learning placer's run polishes its result.
+struct PolishOptions {
+  // Annealing moves; -1: kPolishFactor x default_anneal_evaluations; 0: no polishing. Default: -1.
+  int64_t evaluations = -1;
+  double share = 0.1;  // of the budget; the learning stops at (1 - share). Default: 0.1.
+  int rounds = 8;      // AnnealOptions::rounds. Default: 8.
+};
+
+// The polishing of a learning placer's result (rl, post, hsdag): anneal_from the learned placement
+// with what is left of request.budget_seconds since `start` (none left: the whole-device moves and
 // the start alone), its evaluations added to learned.evaluations and its note appended to
 // learned.note as "; polished by anneal: learned 0.31 s, polished 0.3 s in 6.1 s (<anneal's
 // note>)". `placer` names the start in anneal's note.
 PlaceResult polish_learned(const PlaceRequest& request, const std::string& placer,
                            const PlaceResult& learned, std::chrono::steady_clock::time_point start,
                            const AnnealOptions& options);
+
+// A learning placer's run (post, hsdag): `learn` on the request with (1 - polish.share) of its
+// budget, then polish_learned with polish.evaluations moves in polish.rounds rounds on `threads`
+// workers; with no polishing, `learn` gets the whole budget and its result is returned as is.
+PlaceResult learn_then_polish(const PlaceRequest& request, const std::string& placer,
+                              const PolishOptions& polish, size_t threads,
+                              const std::function<PlaceResult(const PlaceRequest&)>& learn);
 
 // The names --param start=best chooses among, in the order that breaks ties between equal-cost
 // starts: placer names, and "expert" for the expert placement.
