@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
+
 #include "dplace/core/error.h"
 
 namespace dplace::testing {
@@ -289,6 +292,22 @@ PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOpti
   run.result = make_placer(name)->place(request);
   run.sim = c.simulator().run(run.result.placement);
   return run;
+}
+
+int64_t least_overflow_bytes(const PlacerCase& c) {
+  const size_t n = c.graph().num_ops(), d = c.cluster().num_devices();
+  Placement p;
+  p.device_of_op.assign(n, DeviceId::from_index(0));
+  int64_t least = INT64_MAX;
+  while (true) {
+    least = std::min(least, c.simulator().run(p).total_overflow_bytes());
+    // The next placement, counting in base d over the ops.
+    size_t i = 0;
+    while (i < n && p.device_of_op[i].value() + 1 == d)
+      p.device_of_op[i++] = DeviceId::from_index(0);
+    if (i == n) return least;
+    p.device_of_op[i] = DeviceId::from_index(p.device_of_op[i].value() + 1);
+  }
 }
 
 std::string describe(const PlacerCase& c, const Placement& p) {

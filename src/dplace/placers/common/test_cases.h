@@ -118,6 +118,10 @@ PlaceRequest case_request(const PlacerCase& c);
 // make_placer(name)->place() on the case, then one simulation of the result.
 PlacerRun run_placer(const PlacerCase& c, const std::string& name, const RunOptions& options = {});
 
+// The least memory over capacity (SimResult::total_overflow_bytes) among all placements of the
+// case's ops on its devices, each simulated (devices^ops of them: for cases of a few ops).
+int64_t least_overflow_bytes(const PlacerCase& c);
+
 // Device name of each op, "a0=/gpu:0 a1=/gpu:0 ..." in op order; for readable failures.
 std::string describe(const PlacerCase& c, const Placement& p);
 

@@ -91,9 +91,9 @@ struct ForwardPass {
 class Network {
  public:
   // REQUIRES: `graph` outlives the network; it meets CoarseGraph's requirements.
-  // Glorot-uniform weights and biases uniform in +-1/sqrt(fan_in), times config.init_scale. (A zero output layer, every
-  // distribution uniform at first, learned far slower: clusters alike in their features, e.g.
-  // two identical chains, had to break their symmetry by sampling noise alone.)
+  // Glorot-uniform weights and biases uniform in +-1/sqrt(fan_in), times config.init_scale. (A zero
+  // output layer, every distribution uniform at first, learned far slower: clusters alike in their
+  // features, e.g. two identical chains, had to break their symmetry by sampling noise alone.)
   Network(const CoarseGraph& graph, const NetworkConfig& config, Rng& rng);
 
   const CoarseGraph& graph() const { return graph_; }
