@@ -312,6 +312,13 @@ TEST(CliTest, HsdagPlacesWithTheRunControlsItShares) {
                         "placer 'hsdag': unknown --param 'checkpoint'");
   expect_one_line_error(run("place two_tower --cluster paper-k80x2 --placer hsdag --param parse=2"),
                         "parse");
+  // An empty file name is the placer's own error, for every learning placer (it was "dplace: :
+  // Invalid argument" from the check that outputs are distinct files).
+  for (const std::string placer : {"post", "hsdag"}) {
+    expect_one_line_error(
+        run("place two_tower --cluster paper-k80x2 --placer " + placer + " --param curve="),
+        "placer '" + placer + "': --param curve= needs a file name");
+  }
   // post and hsdag both write a curve: one plain file for both would be overwritten.
   expect_one_line_error(run("compare two_tower --cluster paper-k80x2 --placers post,hsdag "
                             "--param curve=" +

@@ -132,10 +132,17 @@ void add_output_options(CLI::App* cmd, OutputArgs& args, bool with_placement_out
 void check_outputs_apart(const std::vector<NamedPath>& outputs) {
   std::vector<std::filesystem::path> resolved;
   for (const NamedPath& o : outputs) {
+    // An empty name is no file (its option refuses it with its own message); absolute("")
+    // would throw.
+    if (o.path.empty()) {
+      resolved.emplace_back();
+      continue;
+    }
     std::error_code ec;
-    std::filesystem::path p =
-        std::filesystem::weakly_canonical(std::filesystem::absolute(o.path), ec);
-    if (ec) p = std::filesystem::absolute(o.path).lexically_normal();
+    std::filesystem::path absolute = std::filesystem::absolute(o.path, ec);
+    if (ec) absolute = o.path;
+    std::filesystem::path p = std::filesystem::weakly_canonical(absolute, ec);
+    if (ec) p = absolute.lexically_normal();
     resolved.push_back(std::move(p));
   }
   // Two names of one existing file (hard links) are one file too.
@@ -147,6 +154,7 @@ void check_outputs_apart(const std::vector<NamedPath>& outputs) {
   };
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
+      if (resolved[i].empty() || resolved[j].empty()) continue;
       if (resolved[i] == resolved[j] || same_inode(outputs[i].path, outputs[j].path)) {
         // "-o FILE", but "--param curve=FILE".
         auto shown = [](const NamedPath& o) {

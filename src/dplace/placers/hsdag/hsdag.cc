@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numbers>
 #include <set>
 
 #include "dplace/core/error.h"
@@ -78,7 +79,7 @@ hsdag::CoarseGraph make_coarse_graph(const Graph& graph, const CostTable& costs,
     }
     const double position = static_cast<double>(u) / static_cast<double>(N);
     for (int j = 0; j < kPositionFrequencies; ++j) {
-      const double angle = std::ldexp(M_PI * position, j);
+      const double angle = std::ldexp(std::numbers::pi * position, j);
       row[B + D + 2 * j] = std::sin(angle);
       row[B + D + 2 * j + 1] = std::cos(angle);
     }
