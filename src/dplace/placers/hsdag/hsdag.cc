@@ -10,6 +10,7 @@
 #include <numbers>
 #include <set>
 
+#include "dplace/core/clock.h"
 #include "dplace/core/error.h"
 #include "dplace/core/format.h"
 #include "dplace/core/rng.h"
@@ -23,12 +24,6 @@
 
 namespace dplace {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The relative-time feature of a device the node may not use, log(t_d / t_min) = 10: as if it
 // were e^10 (about 22,000) times slower than the fastest; slower allowed devices are capped there.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "dplace/core/clock.h"
 #include "dplace/core/error.h"
 #include "dplace/placers/pipeline/ideals.h"
 #include "dplace/placers/pipeline/refine.h"
@@ -16,12 +17,6 @@ namespace dplace {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // Device-count states: s = sum_t used_t * stride_t, used_t in [0, count_t].
 struct StateSpace {
   size_t num_types = 0;

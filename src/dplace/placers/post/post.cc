@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "dplace/core/clock.h"
 #include "dplace/core/error.h"
 #include "dplace/core/format.h"
 #include "dplace/core/rng.h"
@@ -18,12 +19,6 @@
 
 namespace dplace {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The policy over one grouping: logits for each group's allowed devices (group m's are
 // entries [offsets[m], offsets[m + 1]) of `devices` and `logits`), with Adam's moments.

@@ -18,6 +18,7 @@
 #include <functional>
 #include <limits>
 
+#include "dplace/core/clock.h"
 #include "dplace/core/error.h"
 #include "dplace/core/files.h"
 #include "dplace/core/fingerprint.h"
@@ -34,12 +35,6 @@
 
 namespace dplace::rl {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The memory this process may use, in bytes: the machine's physical memory, or the limit of its
 // control group (cgroup v2's memory.max) when that is lower, as in a container; 0 when the system
