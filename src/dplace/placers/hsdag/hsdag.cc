@@ -211,7 +211,6 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
 
   HsdagRun run;
   run.coarse_nodes = N;
-  run.coarse_edges = coarse.edges.size();
   ThreadPool pool(options.threads);
   SampleEvaluator evaluator(graph, *request.cluster, costs, *request.simulator, pool);
   BestPlacement best;

@@ -85,7 +85,6 @@ struct HsdagCurvePoint {
 struct HsdagRun {
   PlaceResult result;  // the learned placement (not polished)
   size_t coarse_nodes = 0;
-  size_t coarse_edges = 0;
   int64_t samples = 0;
   int64_t evaluations = 0;  // simulations run (repeated placements are simulated once)
   int64_t updates = 0;

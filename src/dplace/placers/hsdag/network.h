@@ -96,8 +96,6 @@ class Network {
   // features, e.g. two identical chains, had to break their symmetry by sampling noise alone.)
   Network(const CoarseGraph& graph, const NetworkConfig& config, Rng& rng);
 
-  const CoarseGraph& graph() const { return graph_; }
-  const NetworkConfig& config() const { return config_; }
   size_t num_parameters() const { return theta_.size(); }
   // Every weight in one vector, in this order, each matrix row-major (input index by output
   // index): W_in (F x H), b_in (H), then per layer W_l (H x H), b_l (H), then w_s (H), b_s (1),

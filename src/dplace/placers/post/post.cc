@@ -236,10 +236,7 @@ PostRun run_post(const PlaceRequest& request, const PostOptions& options) {
       make_learning_groupings(graph, cluster, costs, options.grouping);
   const int F = static_cast<int>(groupings.size());
   PostRun run;
-  for (const NamedGrouping& g : groupings) {
-    run.groupings.push_back(g.name);
-    run.grouping_groups.push_back(g.levels.back().num_groups);
-  }
+  for (const NamedGrouping& g : groupings) run.groupings.push_back(g.name);
 
   ThreadPool pool(options.threads);
   SampleEvaluator evaluator(graph, cluster, costs, simulator, pool);

@@ -91,7 +91,6 @@ struct PostCurvePoint {
 struct PostRun {
   PlaceResult result;  // the learned placement (not polished)
   std::vector<std::string> groupings;
-  std::vector<size_t> grouping_groups;  // groups of each grouping
   int64_t samples = 0;
   int64_t evaluations = 0;  // simulations run (repeated placements are simulated once)
   int64_t updates = 0;      // batches
