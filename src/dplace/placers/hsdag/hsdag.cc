@@ -18,6 +18,7 @@
 #include "dplace/placers/builtin.h"
 #include "dplace/placers/common/learning_params.h"
 #include "dplace/placers/learning/curve_file.h"
+#include "dplace/placers/learning/dense.h"
 #include "dplace/placers/learning/evaluation.h"
 #include "dplace/placers/learning/features.h"
 #include "dplace/placers/search/anneal.h"
@@ -253,15 +254,9 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
     for (int i = 0; i < K; ++i) {
       actions[i].resize(C);
       for (size_t k = 0; k < C; ++k) {
-        const double* probs = pass.probs.data() + k * D;
-        double u = rng.uniform01();
-        size_t d = 0;
-        while (d + 1 < D && (!pass.allowed[k * D + d] || u >= probs[d])) {
-          if (pass.allowed[k * D + d]) u -= probs[d];
-          ++d;
-        }
-        // Rounding can leave u past the last allowed device: take the last allowed one.
-        while (!pass.allowed[k * D + d]) --d;
+        const size_t d =
+            dense::sample_index(std::span(pass.probs).subspan(k * D, D),
+                                std::span(pass.allowed).subspan(k * D, D), rng.uniform01());
         actions[i][k] = static_cast<uint32_t>(d);
       }
       node_devices[i].resize(N);

@@ -7,65 +7,17 @@
 #include <string>
 
 #include "dplace/core/error.h"
+#include "dplace/placers/learning/dense.h"
 
 namespace dplace::hsdag {
 namespace {
 
-// c (n x m) += a (n x k) b (k x m), row-major.
-void add_product(const double* __restrict a, const double* __restrict b, double* __restrict c,
-                 size_t n, size_t k, size_t m) {
-  for (size_t i = 0; i < n; ++i) {
-    double* ci = c + i * m;
-    for (size_t j = 0; j < k; ++j) {
-      const double aij = a[i * k + j];
-      if (aij == 0) continue;
-      const double* bj = b + j * m;
-      for (size_t t = 0; t < m; ++t) ci[t] += aij * bj[t];
-    }
-  }
-}
-
-// c (k x m) += a^T b for a (n x k) and b (n x m).
-void add_product_tn(const double* __restrict a, const double* __restrict b, double* __restrict c,
-                    size_t n, size_t k, size_t m) {
-  for (size_t i = 0; i < n; ++i) {
-    const double* bi = b + i * m;
-    for (size_t j = 0; j < k; ++j) {
-      const double aij = a[i * k + j];
-      if (aij == 0) continue;
-      double* cj = c + j * m;
-      for (size_t t = 0; t < m; ++t) cj[t] += aij * bi[t];
-    }
-  }
-}
-
-// c (n x k) += a b^T for a (n x m) and b (k x m).
-void add_product_nt(const double* __restrict a, const double* __restrict b, double* __restrict c,
-                    size_t n, size_t m, size_t k) {
-  for (size_t i = 0; i < n; ++i) {
-    const double* ai = a + i * m;
-    for (size_t j = 0; j < k; ++j) {
-      const double* bj = b + j * m;
-      double sum = 0;
-      for (size_t t = 0; t < m; ++t) sum += ai[t] * bj[t];
-      c[i * k + j] += sum;
-    }
-  }
-}
-
-// rows x cols of `bias` added to every row.
-void add_bias(const double* bias, double* x, size_t rows, size_t cols) {
-  for (size_t i = 0; i < rows; ++i)
-    for (size_t j = 0; j < cols; ++j) x[i * cols + j] += bias[j];
-}
-
-// Column sums of x (rows x cols) added to `out`.
-void add_column_sums(const double* x, double* out, size_t rows, size_t cols) {
-  for (size_t i = 0; i < rows; ++i)
-    for (size_t j = 0; j < cols; ++j) out[j] += x[i * cols + j];
-}
-
-double sigmoid(double t) { return 1 / (1 + std::exp(-t)); }
+using dense::add_bias;
+using dense::add_column_sums;
+using dense::add_product;
+using dense::add_product_nt;
+using dense::add_product_tn;
+using dense::sigmoid;
 
 uint32_t find_root(std::vector<uint32_t>& parent, uint32_t u) {
   while (parent[u] != u) u = parent[u] = parent[parent[u]];
@@ -117,20 +69,16 @@ Network::Network(const CoarseGraph& graph, const NetworkConfig& config, Rng& rng
   layout_.b2 = take(D);
   layout_.total = next;
   theta_.assign(next, 0.0);
-  adam_m_.assign(next, 0.0);
-  adam_v_.assign(next, 0.0);
-
+  adam_ = dense::Adam(next);
   auto glorot = [&](size_t at, size_t fan_in, size_t fan_out) {
-    const double limit = config.init_scale * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-    for (size_t i = 0; i < fan_in * fan_out; ++i)
-      theta_[at + i] = limit * (2 * rng.uniform01() - 1);
+    dense::glorot_uniform(std::span(theta_).subspan(at, fan_in * fan_out), fan_in, fan_out,
+                          config.init_scale, rng);
   };
   // Biases as PyTorch's linear layers start them: uniform in +-1/sqrt(fan_in). (At zero, a node
   // whose standardised features are all 0, e.g. the only node of a graph, reached the output
   // layer as zeros, and so did any input that closed every ReLU.)
   auto bias = [&](size_t at, size_t fan_in, size_t n) {
-    const double limit = config.init_scale / std::sqrt(static_cast<double>(fan_in));
-    for (size_t i = 0; i < n; ++i) theta_[at + i] = limit * (2 * rng.uniform01() - 1);
+    dense::linear_bias(std::span(theta_).subspan(at, n), fan_in, config.init_scale, rng);
   };
   glorot(layout_.w_in, F, H);
   bias(layout_.b_in, F, H);
@@ -290,20 +238,9 @@ void Network::forward(ForwardPass& pass) const {
   pass.log_probs.assign(C * D, 0.0);
   double entropy_sum = 0;
   for (size_t k = 0; k < C; ++k) {
-    double top = -INFINITY;
-    for (size_t d = 0; d < D; ++d)
-      if (pass.allowed[k * D + d]) top = std::max(top, logits[k * D + d]);
-    double sum = 0;
-    for (size_t d = 0; d < D; ++d)
-      if (pass.allowed[k * D + d]) sum += std::exp(logits[k * D + d] - top);
-    const double log_sum = std::log(sum);
-    for (size_t d = 0; d < D; ++d) {
-      if (!pass.allowed[k * D + d]) continue;
-      const double lp = logits[k * D + d] - top - log_sum;
-      pass.log_probs[k * D + d] = lp;
-      pass.probs[k * D + d] = std::exp(lp);
-      entropy_sum -= pass.probs[k * D + d] * lp;
-    }
+    entropy_sum += dense::masked_softmax(
+        std::span(logits).subspan(k * D, D), std::span(pass.allowed).subspan(k * D, D),
+        std::span(pass.probs).subspan(k * D, D), std::span(pass.log_probs).subspan(k * D, D));
   }
   pass.mean_entropy = entropy_sum / static_cast<double>(std::max<size_t>(C, 1));
 }
@@ -415,16 +352,7 @@ double Network::backward(const ForwardPass& pass, const std::vector<std::vector<
 }
 
 void Network::adam_step(const std::vector<double>& grad, double learning_rate) {
-  constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
-  DPLACE_CHECK(grad.size() == theta_.size());
-  ++adam_steps_;
-  const double c1 = 1 - std::pow(kBeta1, static_cast<double>(adam_steps_));
-  const double c2 = 1 - std::pow(kBeta2, static_cast<double>(adam_steps_));
-  for (size_t i = 0; i < theta_.size(); ++i) {
-    adam_m_[i] = kBeta1 * adam_m_[i] + (1 - kBeta1) * grad[i];
-    adam_v_[i] = kBeta2 * adam_v_[i] + (1 - kBeta2) * grad[i] * grad[i];
-    theta_[i] -= learning_rate * (adam_m_[i] / c1) / (std::sqrt(adam_v_[i] / c2) + kEpsilon);
-  }
+  adam_.step(theta_, grad, learning_rate);
 }
 
 }  // namespace dplace::hsdag

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "dplace/core/rng.h"
+#include "dplace/placers/learning/dense.h"
 
 namespace dplace::hsdag {
 
@@ -111,7 +112,7 @@ class Network {
                   const std::vector<double>& advantages, double entropy_weight,
                   std::vector<double>& grad) const;
 
-  // One Adam step (beta 0.9, 0.999, epsilon 1e-8) descending `grad`.
+  // One Adam step (learning/dense.h) descending `grad`.
   void adam_step(const std::vector<double>& grad, double learning_rate);
 
  private:
@@ -128,8 +129,7 @@ class Network {
   NetworkConfig config_;
   Layout layout_{};
   std::vector<double> theta_;
-  std::vector<double> adam_m_, adam_v_;
-  int64_t adam_steps_ = 0;
+  dense::Adam adam_{0};
   // The normalised adjacency with self-loops, as CSR: row u's entries [row_start[u],
   // row_start[u + 1]) of (column, weight).
   std::vector<uint32_t> row_start_;
