@@ -7,7 +7,6 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <numbers>
 #include <set>
 
 #include "dplace/core/clock.h"
@@ -26,74 +25,19 @@
 namespace dplace {
 namespace {
 
-// The relative-time feature of a device the node may not use, log(t_d / t_min) = 10: as if it
-// were e^10 (about 22,000) times slower than the fastest; slower allowed devices are capped there.
-constexpr double kNotAllowedLogRatio = 10;
-
-// Sine and cosine of the topological position at this many frequencies (see make_coarse_graph).
-constexpr int kPositionFrequencies = 6;
-
-// The network's input for one grouping: features.h's group features; each device's time for the
-// node relative to its fastest allowed one (log of the ratio); the node's position p = id / N in
-// the topological order of the coarse nodes as sin(2^j pi p) and cos(2^j pi p), j < 6, so that
-// nodes alike in every other feature (the branches of a block) look different to a linear layer;
-// every column standardised. Also the allowed devices and their classes, and the undirected edges
-// between distinct coarse nodes.
+// The network's input for one grouping: learning/features.h's standardised node features, the
+// allowed devices and their classes, and the undirected edges between distinct coarse nodes.
 hsdag::CoarseGraph make_coarse_graph(const Graph& graph, const CostTable& costs,
                                      const Coarsening& coarsening) {
-  const GroupFeatures base = make_group_features(graph, costs, coarsening);
+  NodeFeatures features = make_node_features(graph, costs, coarsening);
   const size_t N = coarsening.num_groups;
   const size_t D = costs.num_devices();
-  const size_t B = static_cast<size_t>(base.feature_dim);
   hsdag::CoarseGraph g;
   g.num_nodes = static_cast<int>(N);
   g.num_devices = static_cast<int>(D);
-  const size_t F = B + D + 2 * kPositionFrequencies;
-  g.feature_dim = static_cast<int>(F);
-  g.features.assign(N * F, 0.0);
-  g.allowed = base.allowed;
-  std::vector<double> time_s(N * D, 0.0);
-  for (size_t op = 0; op < graph.num_ops(); ++op) {
-    const size_t node = coarsening.group_of_op[op].value();
-    for (size_t d = 0; d < D; ++d) {
-      time_s[node * D + d] += costs.time_s(OpId::from_index(op), DeviceId::from_index(d));
-    }
-  }
-  for (size_t u = 0; u < N; ++u) {
-    double fastest = INFINITY;
-    for (size_t d = 0; d < D; ++d)
-      if (g.allowed[u * D + d]) fastest = std::min(fastest, time_s[u * D + d]);
-    double* row = g.features.data() + u * F;
-    for (size_t j = 0; j < B; ++j) row[j] = base.values[u * B + j];
-    for (size_t d = 0; d < D; ++d) {
-      double value = kNotAllowedLogRatio;
-      if (g.allowed[u * D + d]) {
-        value = fastest > 0 ? std::min(kNotAllowedLogRatio, std::log(time_s[u * D + d] / fastest))
-                            : 0.0;
-      }
-      row[B + d] = value;
-    }
-    const double position = static_cast<double>(u) / static_cast<double>(N);
-    for (int j = 0; j < kPositionFrequencies; ++j) {
-      const double angle = std::ldexp(std::numbers::pi * position, j);
-      row[B + D + 2 * j] = std::sin(angle);
-      row[B + D + 2 * j + 1] = std::cos(angle);
-    }
-  }
-  for (size_t j = 0; j < F; ++j) {
-    double mean = 0, var = 0;
-    for (size_t u = 0; u < N; ++u) mean += g.features[u * F + j] / static_cast<double>(N);
-    for (size_t u = 0; u < N; ++u) {
-      const double x = g.features[u * F + j] - mean;
-      var += x * x / static_cast<double>(N);
-    }
-    const double sd = std::sqrt(var);
-    for (size_t u = 0; u < N; ++u) {
-      double& x = g.features[u * F + j];
-      // A column equal on every node (up to rounding) says nothing: 0.
-      x = sd > 1e-12 ? (x - mean) / sd : 0.0;
-    }
-  }
+  g.feature_dim = features.feature_dim;
+  g.features = std::move(features.values);
+  g.allowed = std::move(features.allowed);
   std::map<std::string, uint32_t> classes;  // a row of `allowed`, as bytes, and its class
   for (size_t u = 0; u < N; ++u) {
     std::string row(reinterpret_cast<const char*>(g.allowed.data() + u * D), D);

@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numbers>
 
 #include "dplace/core/error.h"
 
 namespace dplace {
 namespace {
+
+// The relative-time feature of a device the node may not use, log(t_d / t_min) = 10: as if it
+// were e^10 (about 22,000) times slower than the fastest; slower allowed devices are capped there.
+constexpr double kNotAllowedLogRatio = 10;
+
+// Sine and cosine of the topological position at this many frequencies.
+constexpr int kPositionFrequencies = 6;
 
 float log_ratio(double value, double max_value) {
   if (max_value <= 0 || value <= 0) return 0.0f;
@@ -134,6 +142,62 @@ GroupFeatures make_group_features(const Graph& graph, const CostTable& costs,
     DPLACE_CHECK(any) << "coarse group " << g << " has no device all of its ops allow";
   }
   return f;
+}
+
+NodeFeatures make_node_features(const Graph& graph, const CostTable& costs,
+                                const Coarsening& coarsening) {
+  const GroupFeatures base = make_group_features(graph, costs, coarsening);
+  const size_t N = coarsening.num_groups;
+  const size_t D = costs.num_devices();
+  const size_t B = static_cast<size_t>(base.feature_dim);
+  const size_t F = B + D + 2 * kPositionFrequencies;
+  NodeFeatures g;
+  g.feature_dim = static_cast<int>(F);
+  g.values.assign(N * F, 0.0);
+  g.allowed = base.allowed;
+  std::vector<double> time_s(N * D, 0.0);
+  for (size_t op = 0; op < graph.num_ops(); ++op) {
+    const size_t node = coarsening.group_of_op[op].value();
+    for (size_t d = 0; d < D; ++d) {
+      time_s[node * D + d] += costs.time_s(OpId::from_index(op), DeviceId::from_index(d));
+    }
+  }
+  for (size_t u = 0; u < N; ++u) {
+    double fastest = INFINITY;
+    for (size_t d = 0; d < D; ++d)
+      if (g.allowed[u * D + d]) fastest = std::min(fastest, time_s[u * D + d]);
+    double* row = g.values.data() + u * F;
+    for (size_t j = 0; j < B; ++j) row[j] = base.values[u * B + j];
+    for (size_t d = 0; d < D; ++d) {
+      double value = kNotAllowedLogRatio;
+      if (g.allowed[u * D + d]) {
+        value = fastest > 0 ? std::min(kNotAllowedLogRatio, std::log(time_s[u * D + d] / fastest))
+                            : 0.0;
+      }
+      row[B + d] = value;
+    }
+    const double position = static_cast<double>(u) / static_cast<double>(N);
+    for (int j = 0; j < kPositionFrequencies; ++j) {
+      const double angle = std::ldexp(std::numbers::pi * position, j);
+      row[B + D + 2 * j] = std::sin(angle);
+      row[B + D + 2 * j + 1] = std::cos(angle);
+    }
+  }
+  for (size_t j = 0; j < F; ++j) {
+    double mean = 0, var = 0;
+    for (size_t u = 0; u < N; ++u) mean += g.values[u * F + j] / static_cast<double>(N);
+    for (size_t u = 0; u < N; ++u) {
+      const double x = g.values[u * F + j] - mean;
+      var += x * x / static_cast<double>(N);
+    }
+    const double sd = std::sqrt(var);
+    for (size_t u = 0; u < N; ++u) {
+      double& x = g.values[u * F + j];
+      // A column equal on every node (up to rounding) says nothing: 0.
+      x = sd > 1e-12 ? (x - mean) / sd : 0.0;
+    }
+  }
+  return g;
 }
 
 }  // namespace dplace

@@ -45,4 +45,21 @@ struct GroupFeatures {
 GroupFeatures make_group_features(const Graph& graph, const CostTable& costs,
                                   const Coarsening& coarsening, const FeatureOptions& options = {});
 
+// The node features of the hand-written networks (hsdag, hierarchical), in double precision:
+// make_group_features' columns; each device's time for the node (the sum of its ops') relative to
+// its fastest allowed device, log(t_d / t_min) capped at 10 (10 for a device it may not use: what
+// tells a CPU from a GPU); the node's position p = id / N in topological order as sin(2^j pi p)
+// and cos(2^j pi p), j < 6, so that nodes alike in every other feature (the branches of a block)
+// look different to a linear layer. Every column is standardised (mean 0, deviation 1; a column
+// equal on every node is 0).
+struct NodeFeatures {
+  int feature_dim = 0;
+  std::vector<double> values;    // num_groups x feature_dim, row-major
+  std::vector<uint8_t> allowed;  // num_groups x num_devices, row-major
+};
+
+// REQUIRES: as make_group_features.
+NodeFeatures make_node_features(const Graph& graph, const CostTable& costs,
+                                const Coarsening& coarsening);
+
 }  // namespace dplace
