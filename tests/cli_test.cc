@@ -314,7 +314,7 @@ TEST(CliTest, HsdagPlacesWithTheRunControlsItShares) {
                         "parse");
   // An empty file name is the placer's own error, for every learning placer (it was "dplace: :
   // Invalid argument" from the check that outputs are distinct files).
-  for (const std::string placer : {"post", "hsdag"}) {
+  for (const std::string placer : {"post", "hsdag", "hierarchical"}) {
     expect_one_line_error(
         run("place two_tower --cluster paper-k80x2 --placer " + placer + " --param curve="),
         "placer '" + placer + "': --param curve= needs a file name");
@@ -324,6 +324,31 @@ TEST(CliTest, HsdagPlacesWithTheRunControlsItShares) {
                             "--param curve=" +
                             curve.string()),
                         "--param curve=" + curve.string() + " goes to both post and hsdag");
+}
+
+// The hierarchical planner takes the shared run controls; the groups option sets its grouper's
+// group count.
+TEST(CliTest, HierarchicalPlacesWithTheRunControlsItShares) {
+  const fs::path curve = temp_dir() / "hierarchical_curve.csv";
+  const RunResult r =
+      run("place two_tower --inference --cluster cpu+igpu --placer hierarchical --json --samples "
+          "64 --groups 6 --curve " +
+          curve.string() + " --param polish=200");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  EXPECT_TRUE(doc["feasible"].get<bool>());
+  const std::string note = doc["note"];
+  EXPECT_NE(note.find("hierarchical: 64 samples"), std::string::npos) << note;
+  EXPECT_NE(note.find("in 6 groups"), std::string::npos) << note;
+  EXPECT_NE(note.find("polished by anneal: learned "), std::string::npos) << note;
+  const std::string rows = read_all(curve);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 1 + 64 / 16);
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer hierarchical --param hidden=5"),
+      "placer 'hierarchical': --param hidden=5 must be even");
+  expect_one_line_error(
+      run("place two_tower --cluster paper-k80x2 --placer hierarchical --checkpoint x"),
+      "placer 'hierarchical': unknown --param 'checkpoint'");
 }
 
 TEST(CliTest, OnnxModelLocalFunctionsAreInlinedAndCounted) {

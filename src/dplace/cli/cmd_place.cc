@@ -55,8 +55,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& args) {
 }
 
 // The rl placer's run controls as options of their own (the names of the issue and the paper's
-// description), post's and hsdag's too where they have them; each is stored as --param NAME=VALUE,
-// so the placer parses and checks it.
+// description), post's, hsdag's and hierarchical's too where they have them; each is stored as
+// --param NAME=VALUE, so the placer parses and checks it.
 void add_param_options(CLI::App* cmd, SearchArgs& args) {
   struct ParamOption {
     const char* name;
@@ -64,11 +64,15 @@ void add_param_options(CLI::App* cmd, SearchArgs& args) {
   };
   static const ParamOption kOptions[] = {
       {"groups",
-       "rl, post, hsdag: placement groups at the finest level (same as --param groups=N)"},
-      {"samples", "rl, post, hsdag: stop after this many samples (same as --param samples=N)"},
+       "rl, post, hsdag, hierarchical: placement groups at the finest level (same as --param "
+       "groups=N)"},
+      {"samples",
+       "rl, post, hsdag, hierarchical: stop after this many samples (same as --param "
+       "samples=N)"},
       {"checkpoint", "rl: save and resume the learning here (same as --param checkpoint=PATH)"},
       {"curve",
-       "rl, post, hsdag: write the learning curve as CSV (same as --param curve=FILE.csv)"},
+       "rl, post, hsdag, hierarchical: write the learning curve as CSV (same as --param "
+       "curve=FILE.csv)"},
       {"measure-cmd",
        "rl: measure placements with 'CMD {placement}' (same as --param measure-cmd=CMD)"},
   };
@@ -145,11 +149,10 @@ std::map<std::string, std::string> params_for(const std::map<std::string, std::s
   return out;
 }
 
-// Refuses a curve or checkpoint file (rl's, post's, hsdag's) that names the same file as another
-// output
-// (-o, --trace, --dot, or each other) for any of `placers`: the later write replaced the earlier.
-// A plain key that two of the run's placers would write (compare --placers rl,post --curve F) is
-// refused too: both wrote F.
+// Refuses a curve or checkpoint file (rl's, post's, hsdag's, hierarchical's) that names the same
+// file as another output (-o, --trace, --dot, or each other) for any of `placers`: the later write
+// replaced the earlier. A plain key that two of the run's placers would write (compare --placers
+// rl,post --curve F) is refused too: both wrote F.
 void check_param_files_apart(const std::map<std::string, std::string>& params,
                              const std::vector<std::string>& placers, const OutputArgs& out) {
   // The placers that write a file for each key (in the order the errors name them).
@@ -157,8 +160,8 @@ void check_param_files_apart(const std::map<std::string, std::string>& params,
     std::string key;
     std::vector<std::string> writers;
   };
-  static const std::vector<FileParam> kWriters = {{"curve", {"rl", "post", "hsdag"}},
-                                                  {"checkpoint", {"rl"}}};
+  static const std::vector<FileParam> kWriters = {
+      {"curve", {"rl", "post", "hsdag", "hierarchical"}}, {"checkpoint", {"rl"}}};
   std::vector<NamedPath> files = output_files(out);
   std::map<std::string, std::string> writer_of_option;  // a plain key's option -> its first writer
   for (const std::string& placer : placers) {

@@ -9,6 +9,7 @@ void register_builtin_placers() {
   register_search_placers();
   register_post_placers();
   register_hsdag_placers();
+  register_hierarchical_placers();
 #ifdef DPLACE_WITH_TORCH
   register_rl_placers();
 #endif

@@ -28,6 +28,9 @@ void register_search_placers();
 void register_post_placers();
 // hsdag/: hsdag (a graph neural network with graph-parsing clusters, trained by REINFORCE).
 void register_hsdag_placers();
+// hierarchical/: hierarchical (the 2018 hierarchical planner: a learned grouper and a seq2seq
+// placer trained jointly by REINFORCE).
+void register_hierarchical_placers();
 // rl/: rl (reinforcement learning; only when built with DPLACE_WITH_TORCH).
 void register_rl_placers();
 

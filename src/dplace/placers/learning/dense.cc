@@ -7,8 +7,19 @@
 
 namespace dplace::dense {
 
-void add_product(const double* __restrict a, const double* __restrict b, double* __restrict c,
-                 size_t n, size_t k, size_t m) {
+// The products are compiled twice, for AVX2 and for the baseline x86-64 (SSE2), and the loader
+// picks the one the CPU runs (GCC's function multiversioning): twice the doubles per instruction
+// where AVX2 is present. Without FMA in either, each product rounds the same on both. Other
+// architectures get the plain build.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define DPLACE_DENSE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DPLACE_DENSE_CLONES
+#endif
+
+DPLACE_DENSE_CLONES void add_product(const double* __restrict a, const double* __restrict b,
+                                     double* __restrict c, size_t n, size_t k, size_t m) {
   for (size_t i = 0; i < n; ++i) {
     double* ci = c + i * m;
     for (size_t j = 0; j < k; ++j) {
@@ -20,8 +31,8 @@ void add_product(const double* __restrict a, const double* __restrict b, double*
   }
 }
 
-void add_product_tn(const double* __restrict a, const double* __restrict b, double* __restrict c,
-                    size_t n, size_t k, size_t m) {
+DPLACE_DENSE_CLONES void add_product_tn(const double* __restrict a, const double* __restrict b,
+                                        double* __restrict c, size_t n, size_t k, size_t m) {
   for (size_t i = 0; i < n; ++i) {
     const double* bi = b + i * m;
     for (size_t j = 0; j < k; ++j) {
@@ -33,8 +44,8 @@ void add_product_tn(const double* __restrict a, const double* __restrict b, doub
   }
 }
 
-void add_product_nt(const double* __restrict a, const double* __restrict b, double* __restrict c,
-                    size_t n, size_t m, size_t k) {
+DPLACE_DENSE_CLONES void add_product_nt(const double* __restrict a, const double* __restrict b,
+                                        double* __restrict c, size_t n, size_t m, size_t k) {
   for (size_t i = 0; i < n; ++i) {
     const double* ai = a + i * m;
     for (size_t j = 0; j < k; ++j) {
@@ -44,6 +55,13 @@ void add_product_nt(const double* __restrict a, const double* __restrict b, doub
       c[i * k + j] += sum;
     }
   }
+}
+
+std::vector<double> transposed(const double* w, size_t rows, size_t cols) {
+  std::vector<double> t(rows * cols);
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) t[j * rows + i] = w[i * cols + j];
+  return t;
 }
 
 void add_bias(const double* bias, double* x, size_t rows, size_t cols) {

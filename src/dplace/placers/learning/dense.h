@@ -23,6 +23,10 @@ void add_product(const double* a, const double* b, double* c, size_t n, size_t k
 void add_product_tn(const double* a, const double* b, double* c, size_t n, size_t k, size_t m);
 // c (n x k) += a b^T for a (n x m) and b (k x m).
 void add_product_nt(const double* a, const double* b, double* c, size_t n, size_t m, size_t k);
+// The transpose (cols x rows) of w (rows x cols). (A product with a transposed right-hand side,
+// add_product_nt, reduces along rows, which GCC does not vectorise without reassociating the sum;
+// add_product with the transpose does the same arithmetic as independent column updates.)
+std::vector<double> transposed(const double* w, size_t rows, size_t cols);
 // `bias` (cols) added to every row of x (rows x cols).
 void add_bias(const double* bias, double* x, size_t rows, size_t cols);
 // Column sums of x (rows x cols) added to `out` (cols).
