@@ -195,7 +195,8 @@ double Network::grouper_backward(std::span<const double> features, const Grouper
   add_product_tn(pass.hidden.data(), d_logits.data(), g + layout_.g_w2, U, Q, G);
   add_column_sums(d_logits.data(), g + layout_.g_b2, U, G);
   std::vector<double> d_hidden(U * Q, 0.0);
-  add_product_nt(d_logits.data(), theta + layout_.g_w2, d_hidden.data(), U, G, Q);
+  add_product(d_logits.data(), dense::transposed(theta + layout_.g_w2, Q, G).data(),
+              d_hidden.data(), U, G, Q);
   for (size_t i = 0; i < U * Q; ++i)
     if (pass.pre[i] <= 0) d_hidden[i] = 0;
   add_product_tn(features.data(), d_hidden.data(), g + layout_.g_w1, U, F, Q);
@@ -278,7 +279,8 @@ void Network::placer_forward(std::span<const double> uniforms, std::span<const u
     for (size_t g = 0; g < G; ++g) {
       const double* mem = pass.mem.data() + g * H;
       double* e = pass.attention_tanh.data() + (t * G + g) * H;
-      for (size_t j = 0; j < H; ++j) e[j] = std::tanh(q[j] + mem[j]);
+      for (size_t j = 0; j < H; ++j) e[j] = q[j] + mem[j];
+      dense::tanh_of(e, e, H);
       double score = 0;
       for (size_t j = 0; j < H; ++j) score += v[j] * e[j];
       alpha[g] = score;
