@@ -64,8 +64,8 @@ void add_param_options(CLI::App* cmd, SearchArgs& args) {
   };
   static const ParamOption kOptions[] = {
       {"groups",
-       "rl, post, hsdag, hierarchical: placement groups at the finest level (same as --param "
-       "groups=N)"},
+       "rl, post, hsdag: placement groups at the finest level; hierarchical: its grouper's groups "
+       "(same as --param groups=N)"},
       {"samples",
        "rl, post, hsdag, hierarchical: stop after this many samples (same as --param "
        "samples=N)"},

@@ -179,6 +179,21 @@ std::unique_ptr<PlacerCase> cpu_only_case() {
       0.5 + 0.001 + 1.0 + 1.0 + 0.1);
 }
 
+std::unique_ptr<PlacerCase> disjoint_devices_case() {
+  GraphBuilder b("disjoint_devices", "test");
+  const int64_t mb = 1000000;
+  Op load = timed("load", {}, 0.5, 0.5, mb);
+  load.devices = {"cpu"};
+  const OpId l = b.add_op(std::move(load));
+  Op mm = timed("mm", {{l, 0}}, 1.0, 10.0, mb);
+  mm.devices = {"gpu"};
+  const OpId m = b.add_op(std::move(mm));
+  b.add_op(timed("loss", {{m, 0}}, 0.1, 1.0, 4));
+  return std::make_unique<PlacerCase>(
+      std::move(b).build(), make_cluster("cpu-gpu", {cpu("/cpu:0"), gpu("/gpu:0", 16 * kGB)}),
+      0.5 + 0.001 + 1.0 + 0.1);
+}
+
 std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb) {
   GraphBuilder b("heavy_light", "test");
   Op heavy = timed("heavy", {}, 1.0, 10.0, 4);

@@ -87,6 +87,9 @@ std::unique_ptr<PlacerCase> oversubscribed_pair_case();
 std::unique_ptr<PlacerCase> shared_parameter_case();
 std::unique_ptr<PlacerCase> colocation_case();
 std::unique_ptr<PlacerCase> cpu_only_case();
+// cpu_only with mm1 GPU-only (no mm2): load -> mm -> loss, optimum 1.601 s. No device is allowed
+// for both load and mm.
+std::unique_ptr<PlacerCase> disjoint_devices_case();
 std::unique_ptr<PlacerCase> heavy_light_case(double heavy_params_gb = 0);
 std::unique_ptr<PlacerCase> lone_op_case();
 std::unique_ptr<PlacerCase> wide_case(int width);

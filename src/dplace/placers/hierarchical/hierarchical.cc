@@ -20,6 +20,7 @@
 #include "dplace/placers/learning/dense.h"
 #include "dplace/placers/learning/evaluation.h"
 #include "dplace/placers/learning/features.h"
+#include "dplace/placers/learning/groupings.h"
 
 namespace dplace {
 namespace {
@@ -27,7 +28,7 @@ namespace {
 // The op types with a slot of their own in a group embedding; the rest share one "other" slot.
 constexpr size_t kTypeVocabulary = 32;
 // A group's time on a device relative to its fastest allowed one: log(t_d / t_min) / this,
-// capped at 1 (1 for a device some unit of the group may not use).
+// capped at 1 (1 for a device the group may not use; see make_group_inputs).
 constexpr double kLogRatioScale = 10;
 // The placer's gradient is summed over the batch in this many chunks (at most), each a sum in
 // sample order, then added in chunk order: the same arithmetic for every thread count.
@@ -63,7 +64,7 @@ struct UnitTable {
 };
 
 UnitTable make_unit_table(const Graph& graph, const CostTable& costs, const Coarsening& units,
-                          std::span<const uint8_t> allowed) {
+                          const NodeFeatures& features) {
   UnitTable t;
   t.units = units.num_groups;
   t.devices = costs.num_devices();
@@ -80,22 +81,15 @@ UnitTable make_unit_table(const Graph& graph, const CostTable& costs, const Coar
     t.edges.push_back({pair.first, pair.second, count});
     t.total_edges += count;
   }
-  // The vocabulary: the most frequent types, ties by name.
-  std::map<std::string, size_t> type_count;
-  for (size_t op = 0; op < graph.num_ops(); ++op) ++type_count[graph.op(OpId::from_index(op)).type];
-  std::vector<std::pair<size_t, std::string>> ranked;
-  for (const auto& [type, count] : type_count) ranked.emplace_back(count, type);
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  // The vocabulary of the unit features (features.h), and "other".
   std::map<std::string, uint32_t> slot_of;
-  for (size_t i = 0; i < std::min(kTypeVocabulary, ranked.size()); ++i)
-    slot_of[ranked[i].second] = static_cast<uint32_t>(i);
+  for (const std::string& type : features.vocabulary)
+    slot_of.emplace(type, static_cast<uint32_t>(slot_of.size()));
   const uint32_t other = static_cast<uint32_t>(slot_of.size());
   t.type_slots = slot_of.size() + 1;
   t.types.assign(U, {});
   t.compute_s.assign(U, 0.0);
   t.param_bytes.assign(U, 0.0);
-  t.time_s.assign(U * D, 0.0);
   t.num_ops = static_cast<double>(graph.num_ops());
   for (size_t u = 0; u < U; ++u) {
     std::map<uint32_t, double> counts;
@@ -103,25 +97,20 @@ UnitTable make_unit_table(const Graph& graph, const CostTable& costs, const Coar
       const Op& o = graph.op(op);
       const auto it = slot_of.find(o.type);
       counts[it == slot_of.end() ? other : it->second] += 1;
-      double fastest = INFINITY;
-      for (size_t d = 0; d < D; ++d) {
-        const double s = costs.time_s(op, DeviceId::from_index(d));
-        t.time_s[u * D + d] += s;
-        if (allowed[u * D + d]) fastest = std::min(fastest, s);
-      }
-      t.compute_s[u] += std::isfinite(fastest) ? fastest : 0.0;
+      t.compute_s[u] += costs.fastest_time_s(op);
       t.param_bytes[u] += static_cast<double>(o.param_bytes);
     }
     t.types[u].assign(counts.begin(), counts.end());
     t.total_compute_s += t.compute_s[u];
     t.total_param_bytes += t.param_bytes[u];
   }
-  t.allowed.assign(allowed.begin(), allowed.end());
+  t.time_s = features.time_s;
+  t.allowed = features.allowed;
   t.fastest.resize(U);
   for (size_t u = 0; u < U; ++u) {
     size_t best = D;
     for (size_t d = 0; d < D; ++d) {
-      if (allowed[u * D + d] && (best == D || t.time_s[u * D + d] < t.time_s[u * D + best]))
+      if (t.allowed[u * D + d] && (best == D || t.time_s[u * D + d] < t.time_s[u * D + best]))
         best = d;
     }
     DPLACE_CHECK(best < D) << "unit " << u << " may use no device";
@@ -157,7 +146,8 @@ void make_group_inputs(const UnitTable& t, std::span<const uint32_t> group_of_un
     compute[g] += t.compute_s[u];
     params[g] += t.param_bytes[u];
     for (size_t d = 0; d < D; ++d) {
-      time[g * D + d] += t.time_s[u * D + d];
+      // Over the units that may use the device (a time on a device it may not use means nothing).
+      if (t.allowed[u * D + d]) time[g * D + d] += t.time_s[u * D + d];
       every[g * D + d] &= t.allowed[u * D + d];
       any[g * D + d] |= t.allowed[u * D + d];
     }
@@ -195,6 +185,44 @@ void make_group_inputs(const UnitTable& t, std::span<const uint32_t> group_of_un
   }
 }
 
+// The fixed term added to the grouper's logits (HierarchicalOptions::prior), U x G; empty for
+// "none".
+std::vector<double> make_prior(const Graph& graph, const Cluster& cluster, const CostTable& costs,
+                               const Coarsening& units, const HierarchicalOptions& options,
+                               size_t G) {
+  const size_t U = units.num_groups;
+  const double s = options.prior_strength;
+  if (options.prior == "none" || s == 0) return {};
+  std::vector<double> prior(U * G, 0.0);
+  if (options.prior == "chunks") {
+    const double U_d = static_cast<double>(U), G_d = static_cast<double>(G);
+    for (size_t u = 0; u < U; ++u) {
+      const double centre = G_d * (static_cast<double>(u) + 0.5) / U_d;
+      for (size_t g = 0; g < G; ++g) {
+        const double distance = centre - (static_cast<double>(g) + 0.5);
+        prior[u * G + g] = -0.5 * s * distance * distance;
+      }
+    }
+    return prior;
+  }
+  DPLACE_CHECK(options.prior == "coarsening");
+  LearningGroupingOptions grouping;
+  grouping.groups = G;
+  grouping.shared_weights = "merged";
+  const Coarsening coarse =
+      make_learning_groupings(graph, cluster, costs, grouping).front().levels.back();
+  const size_t C = coarse.num_groups;
+  for (size_t u = 0; u < U; ++u) {
+    // Every op of a unit (a colocation group) is in one coarse group. When the coarsening could
+    // not merge down to G groups (ops on different devices never merge), spread its groups over
+    // the G.
+    const size_t c = coarse.group_of_op[units.group_ops[u].front().value()].value();
+    const size_t g = C > G ? c * G / C : c;
+    prior[u * G + g] = s;
+  }
+  return prior;
+}
+
 constexpr const char* kCurveHeader =
     "update,samples,elapsed_s,mean_step_time_s,batch_best_step_time_s,best_step_time_s,"
     "oom_fraction,grouper_entropy,placer_entropy,used_groups,restarts";
@@ -207,8 +235,9 @@ std::string curve_row(const HierarchicalCurvePoint& p) {
 }
 
 // Refuses sizes that would take minutes per update or gigabytes of memory. The estimates count
-// the dense products of a forward pass and about twice that backward, and the stored activations,
-// gradients and Adam state.
+// the dense products of a forward pass and about twice that backward (an attention tanh, computed
+// in both passes, as ten multiply-adds), the sampling of the groupings, and the stored
+// activations, gradients, Adam state and prior.
 void check_update_size(const UnitTable& t, const hierarchical::NetworkConfig& c,
                        const HierarchicalOptions& options, size_t ops) {
   const double U = static_cast<double>(t.units), F = c.unit_feature_dim, Q = c.grouper_hidden;
@@ -216,14 +245,16 @@ void check_update_size(const UnitTable& t, const hierarchical::NetworkConfig& c,
   const double n = H / 2, K = options.batch;
   const double input_entries = 2 * static_cast<double>(t.edges.size()) + G * (E - 2 * G);
   const double placer = 2 * (input_entries * 4 * n + G * n * 4 * n) + G * H * H +
-                        G * (8 * H * H + H * H + 3 * G * H + 2 * H * D);
-  const double multiply_adds = 3 * U * (F * Q + Q * G) + 3 * K * placer;
+                        G * (8 * H * H + H * H + 3 * G * H + 2 * H * D) + 20 * G * G * H;
+  const double multiply_adds = 3 * U * (F * Q + Q * G) + 3 * K * placer + K * U * G;
   const double parameters = F * Q + Q * G + 2 * (E * 4 * n + n * 4 * n) + 2 * H * H + (D + 1) * H +
                             8 * H * H + 2 * H * D + 8 * H;
   const double chunks = std::min<double>(K, kGradientChunks);
-  const double bytes = 8 * (K * (G * (12 * n + 10 * H + G + 2 * D) + input_entries * 1.5) +
-                            U * (2 * Q + 3 * G) + (chunks + 5) * parameters) +
-                       4 * (K * U * 3 + K * static_cast<double>(ops));
+  const double threads = std::max<double>(1, static_cast<double>(options.threads));
+  const double bytes =
+      8 * (K * (G * (12 * n + 10 * H + G + 2 * D + 2 * G) + input_entries * 1.5) +
+           threads * (G * H + 2 * G * G) + U * (2 * Q + 4 * G) + (chunks + 5) * parameters) +
+      4 * (K * U * 3 + K * static_cast<double>(ops));
   if (multiply_adds > kMaxUpdateMultiplyAdds || bytes > kMaxLearningBytes) {
     throw ConfigError(fmt::format(
         "placer 'hierarchical': {} units in {} groups with hidden {} and batch {} would take "
@@ -239,9 +270,9 @@ void check_update_size(const UnitTable& t, const hierarchical::NetworkConfig& c,
 HierarchicalOptions hierarchical_options_from_params(
     const std::map<std::string, std::string>& params) {
   std::vector<std::string> keys = polish_keys();
-  for (const char* key : {"groups", "grouper-hidden", "hidden", "init-scale", "prior", "batch",
-                          "lr", "entropy", "grad-clip", "baseline-decay", "samples",
-                          "restart-patience", "threads", "curve", "progress-seconds"}) {
+  for (const char* key : {"groups", "grouper-hidden", "hidden", "init-scale", "prior",
+                          "prior-strength", "batch", "lr", "entropy", "grad-clip", "baseline-decay",
+                          "samples", "restart-patience", "threads", "curve", "progress-seconds"}) {
     keys.push_back(key);
   }
   const PlacerParams p("hierarchical", params, keys);
@@ -257,7 +288,8 @@ HierarchicalOptions hierarchical_options_from_params(
   }
   // At 0 every weight would be 0 and no gradient would reach the layers.
   o.init_scale = p.get_double("init-scale", o.init_scale, 1e-3, 100);
-  o.prior_strength = p.get_double("prior", o.prior_strength, 0, 1e6);
+  o.prior = p.get_choice("prior", o.prior, {"chunks", "coarsening", "none"});
+  o.prior_strength = p.get_double("prior-strength", o.prior_strength, 0, 1e3);
   o.batch = static_cast<int>(p.get_int("batch", o.batch, 2, 4096));  // one sample has no spread
   o.learning_rate = p.get_double("lr", o.learning_rate, 0, 1);
   o.entropy_weight = p.get_double("entropy", o.entropy_weight, 0, 100);
@@ -291,7 +323,7 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
   unit_options.merge_sole_consumer = false;
   const Coarsening units = coarsen_graph(graph, unit_options);
   const NodeFeatures features = make_node_features(graph, costs, units);
-  const UnitTable table = make_unit_table(graph, costs, units, features.allowed);
+  const UnitTable table = make_unit_table(graph, costs, units, features);
   const size_t U = table.units, D = table.devices;
   const size_t G =
       options.groups > 0 ? static_cast<size_t>(options.groups) : std::min<size_t>(256, 20 * D);
@@ -305,8 +337,8 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
   config.grouper_hidden = options.grouper_hidden;
   config.hidden = options.hidden;
   config.init_scale = options.init_scale;
-  config.prior_strength = options.prior_strength;
   check_update_size(table, config, options, graph.num_ops());
+  const std::vector<double> prior = make_prior(graph, *request.cluster, costs, units, options, G);
   // Every unit on a device of its own: there is one placement, and one batch finds it.
   bool one_placement = true;
   for (size_t u = 0; u < U; ++u) {
@@ -344,6 +376,7 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
   int64_t updates_since_best = 0;
   double policy_s = 0, evaluate_s = 0;
   double last_progress = -1e9;
+  bool restarted_for_nonfinite = false;
 
   // A sample's unit devices from its grouping and its groups' devices (soft placement for a unit
   // the group's device does not allow).
@@ -369,10 +402,12 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
     if (run.updates > 0 && (one_placement || seconds_since(start) >= request.budget_seconds)) break;
     if (options.max_samples > 0 && run.samples >= options.max_samples) break;
     const auto policy_start = Clock::now();
-    network->grouper_forward(features.values, grouper);
+    network->grouper_forward(features.values, prior, grouper);
     if (!std::isfinite(grouper.mean_entropy)) {
       restart();  // the weights ran off (a learning rate far too high)
-      network->grouper_forward(features.values, grouper);
+      network->grouper_forward(features.values, prior, grouper);
+      // Fresh weights on finite features give finite outputs.
+      DPLACE_CHECK(std::isfinite(grouper.mean_entropy)) << "fresh grouper not finite";
     }
     for (size_t k = 0; k < K; ++k) {
       for (size_t u = 0; u < U; ++u) {
@@ -389,9 +424,14 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
     bool finite = true;
     for (size_t k = 0; k < K; ++k) finite &= std::isfinite(passes[k].mean_entropy);
     if (!finite) {
+      // The placer's weights ran off: fresh networks, and the batch again (fresh weights on
+      // finite inputs give finite outputs, so this does not repeat).
+      DPLACE_CHECK(!restarted_for_nonfinite) << "fresh placer not finite";
+      restarted_for_nonfinite = true;
       restart();
       continue;
     }
+    restarted_for_nonfinite = false;
     for (size_t k = 0; k < K; ++k) keys[k] = sample_key(unit_devices[k]);
     policy_s += seconds_since(policy_start);
 
@@ -429,16 +469,20 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
     const double spread = std::sqrt(var);
     if (!have_baseline) baseline = mean_r;
     // Rewards are -sqrt(T / lower bound), about -1 to -10: a spread below 1e-12 is rounding.
-    if (spread > 1e-12) {
+    // A batch that ends past the budget updates nothing: the networks are not used again (but
+    // for the mode placement).
+    const bool in_time = seconds_since(start) < request.budget_seconds;
+    if (spread > 1e-12 && in_time) {
       for (size_t k = 0; k < K; ++k) advantages[k] = (rewards[k] - baseline) / spread;
+      // Part 0, the grouper's gradient, is the largest on a large graph: it starts first.
       pool.parallel_for(chunks + 1, [&](size_t c, size_t) {
         std::fill(partial[c].begin(), partial[c].end(), 0.0);
-        if (c == chunks) {
+        if (c == 0) {
           network->grouper_backward(features.values, grouper, groupings, advantages,
                                     options.entropy_weight, partial[c]);
           return;
         }
-        for (size_t k = c; k < K; k += chunks) {
+        for (size_t k = c - 1; k < K; k += chunks) {
           network->placer_backward(passes[k], advantages[k], 1 / K_d, options.entropy_weight,
                                    partial[c]);
         }
@@ -483,7 +527,7 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
   }
 
   // The final networks' likeliest placement.
-  network->grouper_forward(features.values, grouper);
+  network->grouper_forward(features.values, prior, grouper);
   for (size_t u = 0; u < U; ++u) {
     const double* p = grouper.probs.data() + u * G;
     groupings[u] = static_cast<uint32_t>(std::max_element(p, p + G) - p);

@@ -47,9 +47,16 @@ struct HierarchicalOptions {
   int grouper_hidden = 64;  // Default: 64 (the paper's).
   int hidden = 64;          // placer width (even). Default: 64 (the paper: 512).
   double init_scale = 1;    // Default: 1.
-  // The grouper's positional prior (hierarchical/network.h); 0: the paper's random start.
-  // Default: 2.
-  double prior_strength = 2;
+  // Where the grouping starts (beyond the paper; the grouper learns from there): a fixed term
+  // added to the grouper's logits, of strength s = prior_strength:
+  //   "chunks": -(s / 2) (G (u + 1/2) / U - (g + 1/2))^2 for unit u (the u-th in topological
+  //     order) and group g: soft contiguous stretches of the topological order;
+  //   "coarsening": s for the unit's group in the learning placers' grouping at G groups
+  //     (placers/learning/groupings.h, the grouping rl starts from), 0 for the others;
+  //   "none": the paper's start, every grouping about as likely.
+  // Default: "coarsening", 8.
+  std::string prior = "coarsening";
+  double prior_strength = 8;
   int batch = 16;                // K placements per update, at least 2. Default: 16.
   double learning_rate = 0.001;  // Adam. Default: 0.001.
   double entropy_weight = 0.01;  // beta. Default: 0.01.
@@ -66,10 +73,11 @@ struct HierarchicalOptions {
   double progress_seconds = 2;  // seconds between progress lines (with --progress). Default: 2.
 };
 
-// Reads --param key=value pairs: groups, grouper-hidden, hidden, init-scale, batch, lr, entropy,
-// grad-clip, baseline-decay, samples, restart-patience, threads, curve, polish, polish-share,
-// polish-rounds, progress-seconds (bounds: groups 2..4096, hidden even 2..1024, grouper-hidden
-// 1..1024, batch >= 2, lr <= 1, init-scale >= 0.001). Throws ConfigError naming the key for an
+// Reads --param key=value pairs: groups, grouper-hidden, hidden, init-scale, prior,
+// prior-strength, batch, lr, entropy, grad-clip, baseline-decay, samples, restart-patience,
+// threads, curve, polish, polish-share, polish-rounds, progress-seconds (bounds: groups 2..4096,
+// hidden even 2..1024, grouper-hidden 1..1024, prior chunks|coarsening|none, prior-strength
+// 0..1000, batch 2..4096, lr <= 1, init-scale >= 0.001). Throws ConfigError naming the key for an
 // unknown key or a bad value.
 HierarchicalOptions hierarchical_options_from_params(
     const std::map<std::string, std::string>& params);
@@ -110,8 +118,9 @@ struct HierarchicalRun {
 
 // Learns on request.graph / request.cluster within request.budget_seconds (request.seed,
 // request.progress) and returns the best placement sampled. No polishing. At least one batch is
-// sampled, whatever the budget; exactly one when every unit may use one device only. Networks
-// whose outputs are no longer finite start again (counted as a restart). Throws ConfigError,
+// sampled, whatever the budget; exactly one when every unit may use one device only. The budget
+// is checked between batches, and a batch that ends past it updates nothing. Networks whose
+// outputs are no longer finite start again (counted as a restart). Throws ConfigError,
 // before learning, when one update would take more than 2e10 multiply-adds or the networks and a
 // batch more than 4 GB.
 HierarchicalRun run_hierarchical(const PlaceRequest& request, const HierarchicalOptions& options);

@@ -14,13 +14,12 @@ namespace dplace::testing {
 namespace {
 
 // The planner alone (no polishing), small networks, a fixed number of samples, a learning rate
-// for a few hundred updates.
+// for a few hundred updates, the grouping started as soft stretches of the topological order.
 std::map<std::string, std::string> learn_only(int samples) {
-  return {{"polish", "0"},
-          {"samples", std::to_string(samples)},
-          {"groups", "8"},
-          {"hidden", "16"},
-          {"lr", "0.01"}};
+  return {{"polish", "0"},        {"samples", std::to_string(samples)},
+          {"groups", "8"},        {"hidden", "16"},
+          {"lr", "0.01"},         {"prior", "chunks"},
+          {"prior-strength", "2"}};
 }
 
 HierarchicalRun run_on(const PlacerCase& c, std::map<std::string, std::string> params,
@@ -98,6 +97,18 @@ TEST(HierarchicalPlacerTest, SameSeedSamePlacementAnyThreadCount) {
     EXPECT_EQ(one.curve[i].grouper_entropy, two.curve[i].grouper_entropy) << i;
     EXPECT_EQ(one.curve[i].placer_entropy, two.curve[i].placer_entropy) << i;
   }
+  // A batch smaller than the gradient chunks, on three threads.
+  params["batch"] = "4";
+  params["threads"] = "1";
+  const HierarchicalRun small_one = run_on(*c, params, 7);
+  params["threads"] = "3";
+  const HierarchicalRun small_three = run_on(*c, params, 7);
+  EXPECT_EQ(small_one.result.placement, small_three.result.placement);
+  ASSERT_EQ(small_one.curve.size(), small_three.curve.size());
+  for (size_t i = 0; i < small_one.curve.size(); ++i)
+    EXPECT_EQ(small_one.curve[i].placer_entropy, small_three.curve[i].placer_entropy) << i;
+  params["batch"] = "16";
+  params["threads"] = "2";
   const HierarchicalRun other = run_on(*c, params, 8);
   bool differs = false;
   for (size_t i = 0; i < std::min(one.curve.size(), other.curve.size()); ++i)
@@ -146,15 +157,47 @@ TEST(HierarchicalPlacerTest, LearnsWithTwoSamplesPerUpdate) {
   EXPECT_NEAR(mode.step_time_s, c->optimum_s(), 1e-5);
 }
 
-// A group whose units may use no device in common (a CPU-only unit grouped with the rest) still
-// gives a valid placement: the unit runs on its own device (soft placement).
-TEST(HierarchicalPlacerTest, OneGroupForEveryUnitStillPlacesEachOnADeviceItAllows) {
-  const auto c = cpu_only_case();
-  auto params = learn_only(320);
+// A group whose units may use no device in common (the CPU-only load with the GPU-only mm) takes
+// a device one of them may use, and the other unit runs on its own device (soft placement): every
+// placement is valid, and the optimum is still learned.
+TEST(HierarchicalPlacerTest, UnitsWithNoDeviceInCommonShareAGroupBySoftPlacement) {
+  const auto c = disjoint_devices_case();
+  auto params = learn_only(640);
   params["groups"] = "2";
-  params["prior"] = "0";
-  const PlacerRun run = run_placer(*c, "hierarchical", {.params = params});
-  EXPECT_TRUE(run.sim.feasible);  // place() checks every op's device
+  params["prior"] = "none";
+  const HierarchicalRun run = run_on(*c, params);
+  EXPECT_NEAR(run.best_step_time_s, c->optimum_s(), 1e-5) << describe(*c, run.result.placement);
+  // Two groups for three units: in most samples load and mm shared a group.
+  const PlacerRun placed = run_placer(*c, "hierarchical", {.params = params});
+  EXPECT_TRUE(placed.sim.feasible);  // place() checks every op's device
+}
+
+// The coarsening prior starts every unit in its group of the learning placers' grouping: on
+// two_chains at 2 groups, one chain per group (the coarsening's chains), which the placer puts on
+// two GPUs at once.
+TEST(HierarchicalPlacerTest, CoarseningPriorStartsFromTheLearningGrouping) {
+  const auto c = two_chains_case();
+  const HierarchicalRun run = run_on(*c, {{"polish", "0"},
+                                          {"samples", "16"},
+                                          {"groups", "2"},
+                                          {"prior", "coarsening"},
+                                          {"prior-strength", "30"}});
+  ASSERT_EQ(run.curve.size(), 1u);
+  EXPECT_LT(run.curve[0].grouper_entropy, 1e-9);  // e^-30: every unit in its coarse group
+  EXPECT_EQ(run.curve[0].used_groups, 2.0);
+  EXPECT_NEAR(run.best_step_time_s, c->optimum_s(), 1e-5);  // some sample split the groups
+}
+
+// However small the budget, one batch is sampled.
+TEST(HierarchicalPlacerTest, SamplesOneBatchWhateverTheBudget) {
+  const auto c = two_chains_case();
+  PlaceRequest request = case_request(*c);
+  request.budget_seconds = 0;
+  request.params = learn_only(0);
+  const HierarchicalRun run =
+      run_hierarchical(request, hierarchical_options_from_params(request.params));
+  EXPECT_EQ(run.updates, 1);
+  EXPECT_EQ(run.samples, 16);
 }
 
 // One placement possible (one GPU): one batch, then the run ends, whatever the budget.
@@ -244,7 +287,8 @@ TEST(HierarchicalPlacerTest, BadParamsAreConfigErrorsNamingTheKey) {
             std::string::npos);
   EXPECT_NE(message({{"init-scale", "0"}}).find("init-scale"), std::string::npos);
   EXPECT_NE(message({{"lr", "2"}}).find("lr"), std::string::npos);
-  EXPECT_NE(message({{"prior", "-1"}}).find("prior"), std::string::npos);
+  EXPECT_NE(message({{"prior", "grid"}}).find("prior"), std::string::npos);
+  EXPECT_NE(message({{"prior-strength", "-1"}}).find("prior-strength"), std::string::npos);
   EXPECT_NE(message({{"grad-clip", "x"}}).find("grad-clip"), std::string::npos);
   EXPECT_NE(message({{"curve", ""}}).find("curve"), std::string::npos);
 }

@@ -121,7 +121,8 @@ Network::Network(const NetworkConfig& config, Rng& rng) : config_(config) {
   dense::linear_bias(std::span(theta_).subspan(l.b_o, D), 2 * H, s, rng);
 }
 
-void Network::grouper_forward(std::span<const double> features, GrouperPass& pass) const {
+void Network::grouper_forward(std::span<const double> features, std::span<const double> prior,
+                              GrouperPass& pass) const {
   const size_t U = static_cast<size_t>(config_.num_units);
   const size_t F = static_cast<size_t>(config_.unit_feature_dim);
   const size_t Q = static_cast<size_t>(config_.grouper_hidden);
@@ -136,15 +137,9 @@ void Network::grouper_forward(std::span<const double> features, GrouperPass& pas
   std::vector<double> logits(U * G, 0.0);
   add_product(pass.hidden.data(), theta + layout_.g_w2, logits.data(), U, Q, G);
   dense::add_bias(theta + layout_.g_b2, logits.data(), U, G);
-  if (config_.prior_strength > 0) {
-    const double U_d = static_cast<double>(U), G_d = static_cast<double>(G);
-    for (size_t u = 0; u < U; ++u) {
-      const double centre = G_d * (static_cast<double>(u) + 0.5) / U_d;
-      for (size_t g = 0; g < G; ++g) {
-        const double distance = centre - (static_cast<double>(g) + 0.5);
-        logits[u * G + g] -= 0.5 * config_.prior_strength * distance * distance;
-      }
-    }
+  if (!prior.empty()) {
+    DPLACE_CHECK(prior.size() == U * G);
+    for (size_t i = 0; i < U * G; ++i) logits[i] += prior[i];
   }
   pass.probs.assign(U * G, 0.0);
   pass.log_probs.assign(U * G, 0.0);
@@ -252,7 +247,7 @@ void Network::placer_forward(std::span<const double> uniforms, std::span<const u
   pass.dec_s.assign(G * H, 0.0);
   pass.query.assign(G * H, 0.0);
   pass.alpha.assign(G * G, 0.0);
-  pass.attention_tanh.resize(G * G * H);
+  std::vector<double> e(G * H);  // tanh(q_t + mem_g); placer_backward computes it again
   pass.context.assign(G * H, 0.0);
   pass.probs.assign(G * D, 0.0);
   pass.log_probs.assign(G * D, 0.0);
@@ -278,11 +273,13 @@ void Network::placer_forward(std::span<const double> uniforms, std::span<const u
     double top = -INFINITY;
     for (size_t g = 0; g < G; ++g) {
       const double* mem = pass.mem.data() + g * H;
-      double* e = pass.attention_tanh.data() + (t * G + g) * H;
-      for (size_t j = 0; j < H; ++j) e[j] = q[j] + mem[j];
-      dense::tanh_of(e, e, H);
+      for (size_t j = 0; j < H; ++j) e[g * H + j] = q[j] + mem[j];
+    }
+    dense::tanh_of(e.data(), e.data(), G * H);
+    for (size_t g = 0; g < G; ++g) {
+      const double* e_g = e.data() + g * H;
       double score = 0;
-      for (size_t j = 0; j < H; ++j) score += v[j] * e[j];
+      for (size_t j = 0; j < H; ++j) score += v[j] * e_g[j];
       alpha[g] = score;
       top = std::max(top, score);
     }
@@ -331,8 +328,8 @@ double Network::placer_backward(const PlacerPass& pass, double advantage, double
 
   std::vector<double> d_mem(G * H, 0.0);
   std::vector<double> d_s_next(H, 0.0), d_c(H, 0.0);  // from step t + 1
-  std::vector<double> d_logits(D), d_joined(2 * H), d_s(H), d_alpha(G), d_q(H), d_z(4 * H), e(H),
-      d_y(H);
+  std::vector<double> d_logits(D), d_joined(2 * H), d_s(H), d_alpha(G), d_q(H), d_z(4 * H),
+      e(G * H);
   std::vector<double> s0(H), c0(H);
   for (int r = 0; r < 2; ++r) {
     std::copy_n(pass.enc_h[r].begin() + static_cast<ptrdiff_t>((G - 1) * n), n,
@@ -380,12 +377,18 @@ double Network::placer_backward(const PlacerPass& pass, double advantage, double
       for (size_t j = 0; j < H; ++j) dm[j] += alpha[g] * d_context[j];
     }
     std::fill(d_q.begin(), d_q.end(), 0.0);
+    const double* q = pass.query.data() + t * H;
+    for (size_t g = 0; g < G; ++g) {
+      const double* mem = pass.mem.data() + g * H;
+      for (size_t j = 0; j < H; ++j) e[g * H + j] = q[j] + mem[j];
+    }
+    dense::tanh_of(e.data(), e.data(), G * H);  // as placer_forward computed it
     for (size_t g = 0; g < G; ++g) {
       const double d_score = alpha[g] * (d_alpha[g] - weighted);
-      const double* e = pass.attention_tanh.data() + (t * G + g) * H;
+      const double* e_g = e.data() + g * H;
       double* dm = d_mem.data() + g * H;
       for (size_t j = 0; j < H; ++j) {
-        const double ej = e[j];
+        const double ej = e_g[j];
         gr[layout_.v + j] += d_score * ej;
         const double d_pre = d_score * v[j] * (1 - ej * ej);
         d_q[j] += d_pre;

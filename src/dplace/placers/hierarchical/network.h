@@ -8,10 +8,8 @@
 //
 // Grouper (once per update; its input does not change):
 //   a = relu(X W_g1 + b_g1) (U x Q);  p_u = softmax(a_u W_g2 + b_g2 + prior_u) over the G groups,
-//   prior_ug = -(s / 2) (G (u + 1/2) / U - (g + 1/2))^2, a fixed term (not learned, beyond the
-//   paper) that starts unit u, the u-th in topological order, near group G u / U: the groups
-//   start as soft contiguous stretches of the topological order (s = 2: a unit one group's
-//   stretch away from its own is e^-1 as likely), which the learned terms then reshape.
+//   where prior (U x G) is a fixed term given by the caller (not learned; beyond the paper: where
+//   the grouping starts, see hierarchical.h), or none.
 // A sample draws each unit's group from p_u. Its group embeddings x (G x E, sparse: most of E is
 // the group adjacency) are computed from that grouping outside the network (hierarchical.h).
 // Placer (per sample):
@@ -53,8 +51,6 @@ struct NetworkConfig {
   int grouper_hidden = 64;   // Q. Default: 64 (the paper's).
   int hidden = 64;           // H, even. Default: 64 (the paper: 512).
   double init_scale = 1;     // scale of the Glorot-uniform weights. Default: 1.
-  // Strength s of the grouper's positional prior (see above); 0: none. Default: 0.
-  double prior_strength = 0;
 };
 
 // One group embedding, sparse: (column, value) pairs, columns ascending and below E.
@@ -86,13 +82,13 @@ struct PlacerPass {
   // Decoder, per step t: gates (G x 4H), cell, state, query (G x H), attention (G x G),
   // context (G x H), probabilities and their logs (G x D).
   std::vector<double> dec_gates, dec_c, dec_s, query, alpha, context, probs, log_probs;
-  std::vector<double> attention_tanh;  // G x G x H: tanh(q_t + mem_g)
 };
 
 class Network {
  public:
-  // Glorot-uniform weights and PyTorch-like biases (learning/dense.h) scaled by init_scale, drawn
-  // from rng; LSTM forget-gate biases 1 (as the paper's code starts them).
+  // Glorot-uniform weights scaled by init_scale, drawn from rng; the grouper's and the output
+  // layer's biases as PyTorch's linear layers start them (learning/dense.h); LSTM biases 0 but the
+  // forget gates' 1 (as the paper's code starts them).
   Network(const NetworkConfig& config, Rng& rng);
 
   const NetworkConfig& config() const { return config_; }
@@ -102,11 +98,10 @@ class Network {
   // (2H); W_a1 (H x H), W_a2 (H x H), v (H); start embedding (H), device embeddings (D x H),
   // decoder W_y (H x 4H), W_s (H x 4H), b (4H); W_o (2H x D), b_o (D).
   std::span<double> parameters() { return theta_; }
-  // Where the placer's parameters start in parameters() (the grouper's come first).
-  size_t placer_offset() const { return layout_.enc_wx[0]; }
 
-  // features: U x F, row-major.
-  void grouper_forward(std::span<const double> features, GrouperPass& pass) const;
+  // features: U x F, row-major; prior: U x G, row-major, or empty (none).
+  void grouper_forward(std::span<const double> features, std::span<const double> prior,
+                       GrouperPass& pass) const;
   // Adds the gradient of the loss's grouper terms to grad (num_parameters()): groupings holds K
   // rows of U groups, advantages K values. Returns those terms' value.
   double grouper_backward(std::span<const double> features, const GrouperPass& pass,

@@ -24,49 +24,99 @@ void random_inputs(const NetworkConfig& c, Rng& rng, PlacerPass& pass) {
   }
 }
 
-// The loss of a whole update, both networks, recomputed from scratch with the samples' groupings
-// and devices held fixed; its gradient added to grad (when not empty).
+// One update's samples: their groupings and devices, held fixed while the weights move.
 struct Batch {
   std::vector<double> features;
+  std::vector<double> prior;  // U x G or empty
   std::vector<uint32_t> groupings;
   std::vector<PlacerPass> passes;  // inputs and devices
   std::vector<double> advantages;
 };
 
+// The loss of network.h, computed from the forward passes alone:
+//   L = -(1/K) sum_k A_k (sum_u log p_u(g_ku) + log pi_k) - beta (mean_u H(p_u) + (1/K) sum_k
+//   mean_t H(pi_kt)).
+// With `grad` not empty, also adds the backward passes' gradient to it and checks that their
+// returned values add up to L.
 double batch_loss(const Network& net, const Batch& b, double beta, std::vector<double>& grad) {
-  std::vector<double> scratch(net.num_parameters(), 0.0);
-  std::vector<double>& g = grad.empty() ? scratch : grad;
-  GrouperPass grouper;
-  net.grouper_forward(b.features, grouper);
-  double loss = net.grouper_backward(b.features, grouper, b.groupings, b.advantages, beta, g);
+  const size_t U = static_cast<size_t>(net.config().num_units);
+  const size_t G = static_cast<size_t>(net.config().num_groups);
   const double K = static_cast<double>(b.passes.size());
-  for (size_t k = 0; k < b.passes.size(); ++k) {
-    PlacerPass pass = b.passes[k];
-    const std::vector<uint32_t> devices = pass.devices;
-    net.placer_forward({}, devices, pass);
-    loss += net.placer_backward(pass, b.advantages[k], 1 / K, beta, g);
+  GrouperPass grouper;
+  net.grouper_forward(b.features, b.prior, grouper);
+  double loss = -beta * grouper.mean_entropy;
+  std::vector<PlacerPass> passes = b.passes;
+  for (size_t k = 0; k < passes.size(); ++k) {
+    net.placer_forward({}, b.passes[k].devices, passes[k]);
+    double log_p = passes[k].log_prob;
+    for (size_t u = 0; u < U; ++u) log_p += grouper.log_probs[u * G + b.groupings[k * U + u]];
+    loss -= b.advantages[k] * log_p / K + beta * passes[k].mean_entropy / K;
+  }
+  if (!grad.empty()) {
+    double returned =
+        net.grouper_backward(b.features, grouper, b.groupings, b.advantages, beta, grad);
+    for (size_t k = 0; k < passes.size(); ++k)
+      returned += net.placer_backward(passes[k], b.advantages[k], 1 / K, beta, grad);
+    EXPECT_NEAR(returned, loss, 1e-12 * (1 + std::abs(loss)));
   }
   return loss;
 }
 
 // grouper_backward() and placer_backward() against central differences of the loss, for every
-// parameter, at two sizes (one with a placer width of 2, one unit per group at most).
+// parameter: with a prior; a placer width of 2 and at most one unit per group; the entropy terms
+// alone (advantages 0); one device; one group.
 TEST(HierarchicalNetworkTest, GradientMatchesFiniteDifferences) {
-  for (const NetworkConfig& config : {NetworkConfig{.num_units = 9,
-                                     .unit_feature_dim = 4,
-                                     .num_groups = 4,
-                                     .group_embedding = 7,
-                                     .num_devices = 3,
-                                     .grouper_hidden = 3,
-                                     .hidden = 4,
-                                     .prior_strength = 0.7},
-                                      NetworkConfig{.num_units = 3,
-                                      .unit_feature_dim = 2,
-                                      .num_groups = 5,
-                                      .group_embedding = 3,
-                                      .num_devices = 2,
-                                      .grouper_hidden = 2,
-                                      .hidden = 2}}) {
+  struct Variant {
+    NetworkConfig config;
+    bool prior;
+    bool entropy_only;
+  };
+  for (const Variant& variant : {Variant{{.num_units = 9,
+                                .unit_feature_dim = 4,
+                                .num_groups = 4,
+                                .group_embedding = 7,
+                                .num_devices = 3,
+                                .grouper_hidden = 3,
+                                .hidden = 4},
+                                         true,
+                                         false},
+                                 Variant{{.num_units = 3,
+                                 .unit_feature_dim = 2,
+                                 .num_groups = 5,
+                                 .group_embedding = 3,
+                                 .num_devices = 2,
+                                 .grouper_hidden = 2,
+                                 .hidden = 2},
+                                         false,
+                                         false},
+                                 Variant{{.num_units = 9,
+                                 .unit_feature_dim = 4,
+                                 .num_groups = 4,
+                                 .group_embedding = 7,
+                                 .num_devices = 3,
+                                 .grouper_hidden = 3,
+                                 .hidden = 4},
+                                         false,
+                                         true},
+                                 Variant{{.num_units = 4,
+                                 .unit_feature_dim = 3,
+                                 .num_groups = 3,
+                                 .group_embedding = 3,
+                                 .num_devices = 1,
+                                 .grouper_hidden = 2,
+                                 .hidden = 2},
+                                         false,
+                                         false},
+                                 Variant{{.num_units = 4,
+                                 .unit_feature_dim = 3,
+                                 .num_groups = 1,
+                                 .group_embedding = 3,
+                                 .num_devices = 3,
+                                 .grouper_hidden = 2,
+                                 .hidden = 2},
+                                         false,
+                                         false}}) {
+    const NetworkConfig& config = variant.config;
     Rng rng(11);
     Network net(config, rng);
     for (double& w : net.parameters()) w += 0.3 * rng.normal();
@@ -76,6 +126,10 @@ TEST(HierarchicalNetworkTest, GradientMatchesFiniteDifferences) {
     Batch b;
     for (int i = 0; i < config.num_units * config.unit_feature_dim; ++i)
       b.features.push_back(rng.normal());
+    if (variant.prior) {
+      for (int i = 0; i < config.num_units * config.num_groups; ++i)
+        b.prior.push_back(rng.normal());
+    }
     constexpr int K = 3;
     for (int k = 0; k < K; ++k) {
       for (int u = 0; u < config.num_units; ++u)
@@ -86,7 +140,7 @@ TEST(HierarchicalNetworkTest, GradientMatchesFiniteDifferences) {
       for (int t = 0; t < config.num_groups; ++t) uniforms.push_back(rng.uniform01());
       net.placer_forward(uniforms, {}, pass);
       b.passes.push_back(pass);
-      b.advantages.push_back(rng.normal());
+      b.advantages.push_back(variant.entropy_only ? 0.0 : rng.normal());
     }
     std::vector<double> grad(net.num_parameters(), 0.0);
     const double loss = batch_loss(net, b, 0.05, grad);
@@ -103,11 +157,22 @@ TEST(HierarchicalNetworkTest, GradientMatchesFiniteDifferences) {
       const double down = batch_loss(net, b, 0.05, none);
       net.parameters()[i] = saved;
       const double numeric = (up - down) / (2 * kDelta);
-      EXPECT_NEAR(grad[i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << "parameter " << i;
+      EXPECT_NEAR(grad[i], numeric, 1e-8 + 1e-6 * std::abs(numeric)) << "parameter " << i;
       nonzero += std::abs(grad[i]) > 1e-9;
     }
-    // Device embeddings of devices never chosen before a step have no gradient; most others do.
-    EXPECT_GT(nonzero, net.num_parameters() * 3 / 4);
+    if (config.num_groups == 1) {
+      // One group: the grouper has nothing to learn (its softmax is 1), the placer has.
+      for (size_t i = 0; i < F * Q + Q + Q + 1; ++i) EXPECT_EQ(grad[i], 0) << i;
+      EXPECT_GT(nonzero, net.num_parameters() / 2);
+    } else if (config.num_devices > 1) {
+      // Device embeddings of devices never chosen before a step have no gradient; most others
+      // do.
+      EXPECT_GT(nonzero, net.num_parameters() * 3 / 4);
+    } else {
+      // One device: the placer's distribution is fixed, only the grouper learns.
+      EXPECT_GT(nonzero, 0u);
+      for (size_t i = F * Q + Q + Q * 3 + 3; i < net.num_parameters(); ++i) EXPECT_EQ(grad[i], 0);
+    }
   }
 }
 
@@ -177,7 +242,7 @@ TEST(HierarchicalNetworkTest, GrouperGivesEachUnitADistributionOverTheGroups) {
   std::vector<double> features;
   for (int i = 0; i < 10; ++i) features.push_back(rng.normal());
   GrouperPass pass;
-  net.grouper_forward(features, pass);
+  net.grouper_forward(features, {}, pass);
   double entropy = 0;
   for (size_t u = 0; u < 5; ++u) {
     double sum = 0;

@@ -68,7 +68,7 @@ DPLACE_DENSE_CLONES void tanh_of(const double* x, double* y, size_t n) {
   constexpr double kRound = 6755399441055744.0;  // 1.5 x 2^52
   for (size_t i = 0; i < n; ++i) {
     const double magnitude = std::fabs(x[i]);
-    const double t = 2 * (magnitude < 20.0 ? magnitude : 20.0);  // NaN stays NaN
+    const double t = 2 * (magnitude < 20.0 ? magnitude : 20.0);
     const double shifted = t * kLog2e + kRound;
     const double k = shifted - kRound;
     const double r = (t - k * kLn2High) - k * kLn2Low;
@@ -89,7 +89,8 @@ DPLACE_DENSE_CLONES void tanh_of(const double* x, double* y, size_t n) {
     const double scale = std::bit_cast<double>((std::bit_cast<uint64_t>(shifted) + 1023) << 52);
     // e - 1 = 2^k (exp(r) - 1) + (2^k - 1), exact enough for small |x| (k = 0).
     const double e_minus_1 = scale * expm1_r + (scale - 1);
-    y[i] = std::copysign(e_minus_1 / (e_minus_1 + 2), x[i]);
+    const double result = std::copysign(e_minus_1 / (e_minus_1 + 2), x[i]);
+    y[i] = x[i] == x[i] ? result : x[i];  // NaN stays NaN
   }
 }
 

@@ -12,8 +12,27 @@ namespace {
 TEST(DenseTest, TanhMatchesTheLibrary) {
   std::vector<double> x;
   for (double v = -25; v <= 25; v += 0.001) x.push_back(v);
-  for (double v : {0.0, -0.0, 1e-300, -1e-300, 1e-12, -3e-9, 0.34657359, 0.34657360, 19.99, 20.0,
-                   20.01, 700.0, -700.0, 1e300, std::numeric_limits<double>::infinity(),
+  // ln 2 / 4 is where k = round(2 |x| / ln 2) steps from 0 to 1.
+  const double quarter_ln2 = std::log(2.0) / 4;
+  for (double v : {0.0,
+                   -0.0,
+                   1e-300,
+                   -1e-300,
+                   1e-310,
+                   -5e-324,
+                   1e-12,
+                   -3e-9,
+                   quarter_ln2,
+                   std::nextafter(quarter_ln2, 0.0),
+                   std::nextafter(quarter_ln2, 1.0),
+                   0.34657359,
+                   19.99,
+                   20.0,
+                   20.01,
+                   700.0,
+                   -700.0,
+                   1e300,
+                   std::numeric_limits<double>::infinity(),
                    -std::numeric_limits<double>::infinity()}) {
     x.push_back(v);
   }
@@ -25,6 +44,10 @@ TEST(DenseTest, TanhMatchesTheLibrary) {
         << "x = " << x[i];
     EXPECT_EQ(std::signbit(y[i]), std::signbit(want)) << "x = " << x[i];
   }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  double y_nan = 0;
+  tanh_of(&nan, &y_nan, 1);
+  EXPECT_TRUE(std::isnan(y_nan));
   // In place.
   std::vector<double> z = x;
   tanh_of(z.data(), z.data(), z.size());

@@ -155,7 +155,9 @@ NodeFeatures make_node_features(const Graph& graph, const CostTable& costs,
   g.feature_dim = static_cast<int>(F);
   g.values.assign(N * F, 0.0);
   g.allowed = base.allowed;
-  std::vector<double> time_s(N * D, 0.0);
+  g.vocabulary = base.vocabulary;
+  std::vector<double>& time_s = g.time_s;
+  time_s.assign(N * D, 0.0);
   for (size_t op = 0; op < graph.num_ops(); ++op) {
     const size_t node = coarsening.group_of_op[op].value();
     for (size_t d = 0; d < D; ++d) {

@@ -54,8 +54,10 @@ GroupFeatures make_group_features(const Graph& graph, const CostTable& costs,
 // equal on every node is 0).
 struct NodeFeatures {
   int feature_dim = 0;
-  std::vector<double> values;    // num_groups x feature_dim, row-major
-  std::vector<uint8_t> allowed;  // num_groups x num_devices, row-major
+  std::vector<double> values;           // num_groups x feature_dim, row-major
+  std::vector<uint8_t> allowed;         // num_groups x num_devices, row-major
+  std::vector<double> time_s;           // num_groups x num_devices: the sum of its ops' times
+  std::vector<std::string> vocabulary;  // make_group_features' op types, in feature order
 };
 
 // REQUIRES: as make_group_features.
