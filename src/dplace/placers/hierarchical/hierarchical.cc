@@ -369,10 +369,9 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
   std::vector<std::vector<uint32_t>> unit_devices(K, std::vector<uint32_t>(U));
   std::vector<std::string> keys(K);
   std::vector<SampleOutcome> outcomes(K);
-  std::vector<double> rewards(K), advantages(K), grad(P);
+  std::vector<double> advantages(K), grad(P);
   std::vector<std::vector<double>> partial(chunks + 1, std::vector<double>(P));
-  double baseline = 0;
-  bool have_baseline = false;
+  RewardBaseline baseline(options.baseline_decay);
   int64_t updates_since_best = 0;
   double policy_s = 0, evaluate_s = 0;
   double last_progress = -1e9;
@@ -394,7 +393,7 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
   auto restart = [&] {
     ++run.restarts;
     updates_since_best = 0;
-    have_baseline = false;
+    baseline.reset();
     network = std::make_unique<hierarchical::Network>(config, rng);
   };
 
@@ -441,39 +440,26 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
     evaluate_s += seconds_since(evaluate_start);
 
     const auto update_start = Clock::now();
-    double mean_s = 0, batch_best_s = INFINITY, oom = 0, mean_r = 0, placer_entropy = 0, used = 0;
-    bool improved = false;
+    const BatchSummary batch = summarise_batch(
+        evaluator, outcomes, best, [&](size_t k, Placement& p) { fill(p, unit_devices[k]); });
     const double K_d = static_cast<double>(K);
+    double placer_entropy = 0, used = 0;
     for (size_t k = 0; k < K; ++k) {
-      const SampleOutcome& o = outcomes[k];
-      const double penalised_s = evaluator.penalised_s(o);
-      rewards[k] = evaluator.reward(o);
-      mean_r += rewards[k] / K_d;
-      mean_s += penalised_s / K_d;
-      batch_best_s = std::min(batch_best_s, penalised_s);
-      if (!o.feasible) oom += 1.0 / K_d;
       placer_entropy += passes[k].mean_entropy / K_d;
       std::vector<uint8_t> seen(G, 0);
       for (size_t u = 0; u < U; ++u) seen[groupings[k * U + u]] = 1;
       used += static_cast<double>(std::count(seen.begin(), seen.end(), 1)) / K_d;
-      improved |= best.offer(o, penalised_s, [&](Placement& p) { fill(p, unit_devices[k]); });
     }
     run.samples += static_cast<int64_t>(K);
     ++run.updates;
-    updates_since_best = improved ? 0 : updates_since_best + 1;
+    updates_since_best = batch.improved ? 0 : updates_since_best + 1;
 
     // REINFORCE on both networks, advantages in units of the batch's reward spread; a batch whose
-    // samples were all rewarded alike teaches nothing and leaves the networks as they are.
-    double var = 0;
-    for (size_t k = 0; k < K; ++k) var += (rewards[k] - mean_r) * (rewards[k] - mean_r) / K_d;
-    const double spread = std::sqrt(var);
-    if (!have_baseline) baseline = mean_r;
-    // Rewards are -sqrt(T / lower bound), about -1 to -10: a spread below 1e-12 is rounding.
-    // A batch that ends past the budget updates nothing: the networks are not used again (but
-    // for the mode placement).
+    // samples were all rewarded alike teaches nothing and leaves the networks as they are. A
+    // batch that ends past the budget updates nothing either: the networks are not used again
+    // (but for the mode placement).
     const bool in_time = seconds_since(start) < request.budget_seconds;
-    if (spread > 1e-12 && in_time) {
-      for (size_t k = 0; k < K; ++k) advantages[k] = (rewards[k] - baseline) / spread;
+    if (baseline.advantages(batch, advantages) && in_time) {
       // Part 0, the grouper's gradient, is the largest on a large graph: it starts first.
       pool.parallel_for(chunks + 1, [&](size_t c, size_t) {
         std::fill(partial[c].begin(), partial[c].end(), 0.0);
@@ -492,18 +478,14 @@ HierarchicalRun run_hierarchical(const PlaceRequest& request, const Hierarchical
         for (size_t i = 0; i < P; ++i) grad[i] += part[i];
       network->adam_step(grad, options.learning_rate, options.grad_clip);
     }
-    baseline = have_baseline
-                   ? options.baseline_decay * baseline + (1 - options.baseline_decay) * mean_r
-                   : mean_r;
-    have_baseline = true;
 
     const HierarchicalCurvePoint point{.update = run.updates,
                                        .samples = run.samples,
                                        .elapsed_s = seconds_since(start),
-                                       .mean_step_time_s = mean_s,
-                                       .batch_best_step_time_s = batch_best_s,
+                                       .mean_step_time_s = batch.mean_step_time_s,
+                                       .batch_best_step_time_s = batch.batch_best_step_time_s,
                                        .best_step_time_s = best.best_s(),
-                                       .oom_fraction = oom,
+                                       .oom_fraction = batch.oom_fraction,
                                        .grouper_entropy = grouper.mean_entropy,
                                        .placer_entropy = placer_entropy,
                                        .used_groups = used,

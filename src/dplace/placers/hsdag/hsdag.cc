@@ -167,9 +167,8 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
   std::vector<std::vector<uint32_t>> node_devices(K);  // per sample: a device per coarse node
   std::vector<std::string> keys(K);
   std::vector<SampleOutcome> outcomes(K);
-  std::vector<double> rewards(K), advantages(K), grad;
-  double baseline = 0;
-  bool have_baseline = false;
+  std::vector<double> advantages(K), grad;
+  RewardBaseline baseline(options.baseline_decay);
   int64_t updates_since_best = 0;
   double policy_s = 0, evaluate_s = 0;
   double last_progress = -1e9;
@@ -190,7 +189,7 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
       // The weights have run off (a learning rate far too high): fresh ones.
       ++run.restarts;
       updates_since_best = 0;
-      have_baseline = false;
+      baseline.reset();
       network = std::make_unique<hsdag::Network>(coarse, options.network, rng);
       network->forward(pass);
     }
@@ -215,46 +214,26 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
     evaluate_s += seconds_since(evaluate_start);
 
     const auto update_start = Clock::now();
-    double mean_s = 0, batch_best_s = INFINITY, oom = 0, mean_r = 0;
-    bool improved = false;
-    for (int i = 0; i < K; ++i) {
-      const SampleOutcome& o = outcomes[i];
-      const double penalised_s = evaluator.penalised_s(o);
-      rewards[i] = evaluator.reward(o);
-      mean_r += rewards[i] / K;
-      mean_s += penalised_s / K;
-      batch_best_s = std::min(batch_best_s, penalised_s);
-      if (!o.feasible) oom += 1.0 / K;
-      improved |= best.offer(o, penalised_s, [&](Placement& p) { fill(p, node_devices[i]); });
-    }
+    const BatchSummary batch = summarise_batch(
+        evaluator, outcomes, best, [&](size_t i, Placement& p) { fill(p, node_devices[i]); });
     run.samples += K;
     ++run.updates;
-    updates_since_best = improved ? 0 : updates_since_best + 1;
+    updates_since_best = batch.improved ? 0 : updates_since_best + 1;
 
     // REINFORCE: advantages from the baseline, in units of the batch's reward spread; a batch
     // whose samples were all rewarded alike teaches nothing and leaves the network as it is.
-    double var = 0;
-    for (int i = 0; i < K; ++i) var += (rewards[i] - mean_r) * (rewards[i] - mean_r) / K;
-    const double spread = std::sqrt(var);
-    if (!have_baseline) baseline = mean_r;
-    // Rewards are -sqrt(T / lower bound), about -1 to -10: a spread below 1e-12 is rounding.
-    if (spread > 1e-12) {
-      for (int i = 0; i < K; ++i) advantages[i] = (rewards[i] - baseline) / spread;
+    if (baseline.advantages(batch, advantages)) {
       network->backward(pass, actions, advantages, options.entropy_weight, grad);
       network->adam_step(grad, options.learning_rate);
     }
-    baseline = have_baseline
-                   ? options.baseline_decay * baseline + (1 - options.baseline_decay) * mean_r
-                   : mean_r;
-    have_baseline = true;
 
     const HsdagCurvePoint point{.update = run.updates,
                                 .samples = run.samples,
                                 .elapsed_s = seconds_since(start),
-                                .mean_step_time_s = mean_s,
-                                .batch_best_step_time_s = batch_best_s,
+                                .mean_step_time_s = batch.mean_step_time_s,
+                                .batch_best_step_time_s = batch.batch_best_step_time_s,
                                 .best_step_time_s = best.best_s(),
-                                .oom_fraction = oom,
+                                .oom_fraction = batch.oom_fraction,
                                 .entropy = pass.mean_entropy,
                                 .clusters = pass.num_clusters,
                                 .restarts = run.restarts};
@@ -264,7 +243,7 @@ HsdagRun run_hsdag(const PlaceRequest& request, const HsdagOptions& options) {
     if (options.restart_patience > 0 && updates_since_best >= options.restart_patience) {
       ++run.restarts;
       updates_since_best = 0;
-      have_baseline = false;
+      baseline.reset();
       network = std::make_unique<hsdag::Network>(coarse, options.network, rng);
     }
     policy_s += seconds_since(update_start);

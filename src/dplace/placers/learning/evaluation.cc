@@ -1,5 +1,6 @@
 #include "dplace/placers/learning/evaluation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "dplace/core/error.h"
@@ -80,6 +81,43 @@ bool BestPlacement::offer(const SampleOutcome& o, double penalised_s,
 
 const Placement& BestPlacement::result() const {
   return best_feasible_ || !have_least_overflow_ ? best_ : least_overflow_;
+}
+
+BatchSummary summarise_batch(const SampleEvaluator& evaluator,
+                             std::span<const SampleOutcome> outcomes, BestPlacement& best,
+                             const std::function<void(size_t, Placement&)>& fill) {
+  DPLACE_CHECK(!outcomes.empty());
+  const double n = static_cast<double>(outcomes.size());
+  BatchSummary b;
+  b.batch_best_step_time_s = INFINITY;
+  b.rewards.resize(outcomes.size());
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const SampleOutcome& o = outcomes[i];
+    const double penalised_s = evaluator.penalised_s(o);
+    b.rewards[i] = evaluator.reward(o);
+    b.mean_reward += b.rewards[i] / n;
+    b.mean_step_time_s += penalised_s / n;
+    b.batch_best_step_time_s = std::min(b.batch_best_step_time_s, penalised_s);
+    if (!o.feasible) b.oom_fraction += 1.0 / n;
+    b.improved |= best.offer(o, penalised_s, [&](Placement& p) { fill(i, p); });
+  }
+  double var = 0;
+  for (double r : b.rewards) var += (r - b.mean_reward) * (r - b.mean_reward) / n;
+  b.reward_spread = std::sqrt(var);
+  return b;
+}
+
+bool RewardBaseline::advantages(const BatchSummary& batch, std::span<double> out) {
+  DPLACE_CHECK(out.size() == batch.rewards.size());
+  if (!have_value_) value_ = batch.mean_reward;
+  const bool learn = batch.reward_spread > 1e-12;
+  if (learn) {
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = (batch.rewards[i] - value_) / batch.reward_spread;
+  }
+  value_ = have_value_ ? decay_ * value_ + (1 - decay_) * batch.mean_reward : batch.mean_reward;
+  have_value_ = true;
+  return learn;
 }
 
 }  // namespace dplace

@@ -95,4 +95,38 @@ class BestPlacement {
   bool have_least_overflow_ = false;
 };
 
+// One batch's outcomes as the REINFORCE placers (hsdag, hierarchical) use them.
+struct BatchSummary {
+  double mean_step_time_s = 0;  // OOM placements at their charge
+  double batch_best_step_time_s = 0;
+  double oom_fraction = 0;
+  bool improved = false;        // some sample was a new best
+  std::vector<double> rewards;  // per sample, SampleEvaluator::reward
+  double mean_reward = 0;
+  double reward_spread = 0;  // standard deviation of the rewards over the batch
+};
+
+// Rewards the outcomes and offers each, in order, to `best` (fill(i, placement) writes sample i's
+// placement when it is kept). REQUIRES: outcomes not empty.
+BatchSummary summarise_batch(const SampleEvaluator& evaluator,
+                             std::span<const SampleOutcome> outcomes, BestPlacement& best,
+                             const std::function<void(size_t, Placement&)>& fill);
+
+// REINFORCE's baseline: an exponential moving average of the batch mean rewards, b <- decay * b +
+// (1 - decay) * mean, started at the first batch's mean.
+class RewardBaseline {
+ public:
+  explicit RewardBaseline(double decay) : decay_(decay) {}
+  // Writes each sample's advantage, (reward - b) / spread, to `out` and returns true; when the
+  // batch's rewards are all alike (spread below 1e-12: rounding, for rewards of -1 to -10) there
+  // is nothing to learn: returns false and leaves `out` as is. Either way then moves b.
+  bool advantages(const BatchSummary& batch, std::span<double> out);
+  void reset() { have_value_ = false; }  // the next batch starts it again
+
+ private:
+  double decay_;
+  double value_ = 0;
+  bool have_value_ = false;
+};
+
 }  // namespace dplace

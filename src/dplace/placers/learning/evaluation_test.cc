@@ -106,5 +106,66 @@ TEST(BestPlacementTest, KeepsTheBestAndWhileNoneFitsTheLeastOverflow) {
   EXPECT_EQ(best.result(), pattern(4));
 }
 
+// Three outcomes of two_chains: 3 s, 6 s and an OOM one (charged oom_charge_s()).
+TEST(BatchSummaryTest, SummarisesRewardsAndOffersEachSampleToTheBest) {
+  const auto c = two_chains_case();
+  ThreadPool pool(1);
+  SampleEvaluator evaluator(c->graph(), c->cluster(), c->costs(), c->simulator(), pool);
+  const std::vector<SampleOutcome> outcomes = {{3.0, true, 0}, {6.0, true, 0}, {2.0, false, 5}};
+  BestPlacement best;
+  std::vector<size_t> filled;
+  const BatchSummary b = summarise_batch(evaluator, outcomes, best, [&](size_t i, Placement& p) {
+    filled.push_back(i);
+    p = pattern(static_cast<uint32_t>(i));
+  });
+  const double oom_s = evaluator.oom_charge_s();
+  EXPECT_NEAR(b.mean_step_time_s, (3.0 + 6.0 + oom_s) / 3, 1e-12);
+  EXPECT_EQ(b.batch_best_step_time_s, 3.0);
+  EXPECT_NEAR(b.oom_fraction, 1.0 / 3, 1e-15);
+  EXPECT_TRUE(b.improved);
+  ASSERT_EQ(b.rewards.size(), 3u);
+  const double lb = c->simulator().lower_bound_s();
+  const std::vector<double> want = {-std::sqrt(3.0 / lb), -std::sqrt(6.0 / lb),
+                                    -std::sqrt(oom_s / lb)};
+  double mean = 0, var = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(b.rewards[i], want[i], 1e-12);
+    mean += want[i] / 3;
+  }
+  for (double r : want) var += (r - mean) * (r - mean) / 3;
+  EXPECT_NEAR(b.mean_reward, mean, 1e-12);
+  EXPECT_NEAR(b.reward_spread, std::sqrt(var), 1e-12);
+  // The best (sample 0) and the least-overflow OOM one (sample 2) were kept.
+  EXPECT_EQ(filled, (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(best.best_s(), 3.0);
+}
+
+TEST(RewardBaselineTest, StartsAtTheFirstMeanThenMovesByItsDecay) {
+  RewardBaseline baseline(0.5);
+  BatchSummary b;
+  b.rewards = {-1.0, -3.0};
+  b.mean_reward = -2.0;
+  b.reward_spread = 1.0;
+  std::vector<double> a(2, 7.0);
+  ASSERT_TRUE(baseline.advantages(b, a));
+  EXPECT_EQ(a, (std::vector<double>{1.0, -1.0}));  // baseline -2: the first batch's mean
+  b.rewards = {-4.0, -4.0};
+  b.mean_reward = -4.0;
+  b.reward_spread = 0.0;
+  EXPECT_FALSE(baseline.advantages(b, a));  // all alike: nothing to learn, a kept
+  EXPECT_EQ(a, (std::vector<double>{1.0, -1.0}));
+  b.rewards = {-2.0, -4.0};
+  b.mean_reward = -3.0;
+  b.reward_spread = 1.0;
+  ASSERT_TRUE(baseline.advantages(b, a));  // baseline 0.5 (-2) + 0.5 (-4) = -3
+  EXPECT_EQ(a, (std::vector<double>{1.0, -1.0}));
+  baseline.reset();
+  b.rewards = {-1.0, -2.0};
+  b.mean_reward = -1.5;
+  b.reward_spread = 0.5;
+  ASSERT_TRUE(baseline.advantages(b, a));  // started again at -1.5
+  EXPECT_EQ(a, (std::vector<double>{1.0, -1.0}));
+}
+
 }  // namespace
 }  // namespace dplace::testing
