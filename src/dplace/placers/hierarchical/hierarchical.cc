@@ -25,8 +25,6 @@
 namespace dplace {
 namespace {
 
-// The op types with a slot of their own in a group embedding; the rest share one "other" slot.
-constexpr size_t kTypeVocabulary = 32;
 // A group's time on a device relative to its fastest allowed one: log(t_d / t_min) / this,
 // capped at 1 (1 for a device the group may not use; see make_group_inputs).
 constexpr double kLogRatioScale = 10;
@@ -44,7 +42,7 @@ constexpr double kCacheBytes = 64e6;
 struct UnitTable {
   size_t units = 0;
   size_t devices = 0;
-  size_t type_slots = 0;             // kTypeVocabulary or fewer, plus "other"
+  size_t type_slots = 0;             // the unit features' vocabulary (features.h), plus "other"
   std::vector<uint32_t> unit_of_op;  // per op
   struct Edge {
     uint32_t from = 0, to = 0;

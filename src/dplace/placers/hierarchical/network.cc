@@ -92,7 +92,6 @@ Network::Network(const NetworkConfig& config, Rng& rng) : config_(config) {
   l.dec_b = take(4 * H);
   l.w_o = take(2 * H * D);
   l.b_o = take(D);
-  l.total = next;
   theta_.assign(next, 0.0);
   adam_ = dense::Adam(next);
 

@@ -129,7 +129,6 @@ class Network {
     size_t w_a1, w_a2, v;
     size_t start, device_embedding, dec_wy, dec_ws, dec_b;
     size_t w_o, b_o;
-    size_t total;
   };
 
   NetworkConfig config_;
