@@ -1,13 +1,14 @@
 // The hierarchical planner: Mirhoseini, Goldie, Pham, Steiner, Le and Dean, "A Hierarchical Model
 // for Device Placement" (ICLR 2018); placer name `hierarchical`. See docs/hierarchical.md.
 //
-// No hand grouping: the units are the graph's colocation groups (TensorFlow's constraints, which
-// the paper's planner also had to keep: an op with its gradient and update ops), and a learned
-// grouper sorts them into G groups, which a seq2seq placer places (hierarchical/network.h). Per
-// update:
+// The units are the graph's colocation groups (TensorFlow's constraints, which the paper's planner
+// also had to keep: an op with its gradient and update ops), and a learned grouper sorts them into
+// G groups, which a seq2seq placer places (hierarchical/network.h). Beyond the paper, the grouping
+// starts near a given one (HierarchicalOptions::prior; by default the learning placers' coarsening)
+// rather than at random. Per update:
 //  1. one grouper pass gives each unit a softmax over the G groups; each of the K samples draws
 //     a group for every unit;
-//  2. each sample's group embeddings (as the paper's code builds them): the edges from the group
+//  2. each sample's group embeddings (the parts the paper's code uses): the edges from the group
 //     to every group and from every group to it (2G columns, counts of op-to-op edges, each
 //     log1p(count) / log1p(all edges)), the op-type counts of its ops (a vocabulary of the 32
 //     most frequent types and "other", log1p(count) / log1p(ops)), and, beyond the paper, its
