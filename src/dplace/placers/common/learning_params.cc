@@ -9,6 +9,20 @@ std::vector<std::string> learning_grouping_keys() {
 
 std::vector<std::string> polish_keys() { return {"polish", "polish-share", "polish-rounds"}; }
 
+std::vector<std::string> run_control_keys() {
+  return {"samples", "restart-patience", "threads", "curve"};
+}
+
+LearningRunControls run_controls_from_params(const PlacerParams& p,
+                                             int64_t restart_patience_default) {
+  LearningRunControls r;
+  r.max_samples = p.get_int("samples", 0, 0, int64_t{1} << 50);
+  r.restart_patience = p.get_int("restart-patience", restart_patience_default, 0, int64_t{1} << 40);
+  r.threads = static_cast<size_t>(p.get_int("threads", 0, 0, 256));
+  r.curve = p.get_file("curve");
+  return r;
+}
+
 LearningGroupingOptions learning_grouping_from_params(
     const PlacerParams& p, int64_t max_groups, const std::vector<std::string>& shared_weights,
     const std::string& shared_weights_default) {

@@ -79,4 +79,13 @@ std::string PlacerParams::get_choice(const std::string& key, const std::string& 
   return it->second;
 }
 
+std::string PlacerParams::get_file(const std::string& key) const {
+  auto it = params_.find(key);
+  if (it == params_.end()) return "";
+  if (it->second.empty()) {
+    throw ConfigError(fmt::format("placer '{}': --param {}= needs a file name", placer_, key));
+  }
+  return it->second;
+}
+
 }  // namespace dplace

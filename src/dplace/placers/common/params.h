@@ -29,6 +29,9 @@ class PlacerParams {
   // One of `choices`, or `fallback` when absent.
   std::string get_choice(const std::string& key, const std::string& fallback,
                          const std::vector<std::string>& choices) const;
+  // A file path, or "" when absent. Throws ConfigError "placer 'NAME': --param KEY= needs a file
+  // name" when given empty.
+  std::string get_file(const std::string& key) const;
 
  private:
   std::string placer_;

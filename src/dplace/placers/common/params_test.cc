@@ -35,6 +35,14 @@ TEST(PlacerParamsTest, ParsesValuesAndFallsBackToDefaults) {
   EXPECT_FALSE(p.has("absent"));
 }
 
+TEST(PlacerParamsTest, AFileIsAbsentGivenOrAnErrorWhenEmpty) {
+  const std::map<std::string, std::string> given = {{"curve", "c.csv"}, {"log", ""}};
+  const PlacerParams p("test", given, {"curve", "log", "absent"});
+  EXPECT_EQ(p.get_file("curve"), "c.csv");
+  EXPECT_EQ(p.get_file("absent"), "");
+  EXPECT_EQ(error_of([&] { p.get_file("log"); }), "placer 'test': --param log= needs a file name");
+}
+
 TEST(PlacerParamsTest, RejectsMalformedAndOutOfRangeValues) {
   const std::map<std::string, std::string> given = {
       {"x", "abc"}, {"n", "1.5"}, {"big", "7"}, {"mode", "some"}};

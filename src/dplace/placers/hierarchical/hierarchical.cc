@@ -268,9 +268,10 @@ void check_update_size(const UnitTable& t, const hierarchical::NetworkConfig& c,
 HierarchicalOptions hierarchical_options_from_params(
     const std::map<std::string, std::string>& params) {
   std::vector<std::string> keys = polish_keys();
-  for (const char* key : {"groups", "grouper-hidden", "hidden", "init-scale", "prior",
-                          "prior-strength", "batch", "lr", "entropy", "grad-clip", "baseline-decay",
-                          "samples", "restart-patience", "threads", "curve", "progress-seconds"}) {
+  for (const std::string& key : run_control_keys()) keys.push_back(key);
+  for (const char* key :
+       {"groups", "grouper-hidden", "hidden", "init-scale", "prior", "prior-strength", "batch",
+        "lr", "entropy", "grad-clip", "baseline-decay", "progress-seconds"}) {
     keys.push_back(key);
   }
   const PlacerParams p("hierarchical", params, keys);
@@ -293,15 +294,11 @@ HierarchicalOptions hierarchical_options_from_params(
   o.entropy_weight = p.get_double("entropy", o.entropy_weight, 0, 100);
   o.grad_clip = p.get_double("grad-clip", o.grad_clip, 0, 1e12);
   o.baseline_decay = p.get_double("baseline-decay", o.baseline_decay, 0, 1);
-  o.max_samples = p.get_int("samples", 0, 0, int64_t{1} << 50);
-  o.restart_patience = p.get_int("restart-patience", o.restart_patience, 0, int64_t{1} << 40);
-  o.threads = static_cast<size_t>(p.get_int("threads", 0, 0, 256));
-  if (auto it = params.find("curve"); it != params.end()) {
-    if (it->second.empty()) {
-      throw ConfigError("placer 'hierarchical': --param curve= needs a file name");
-    }
-    o.curve = it->second;
-  }
+  const LearningRunControls run = run_controls_from_params(p, o.restart_patience);
+  o.max_samples = run.max_samples;
+  o.restart_patience = run.restart_patience;
+  o.threads = run.threads;
+  o.curve = run.curve;
   o.polish = polish_from_params(p);
   o.progress_seconds = p.get_double("progress-seconds", o.progress_seconds, 0, 1e6);
   return o;

@@ -99,9 +99,9 @@ std::string curve_row(const HsdagCurvePoint& p) {
 HsdagOptions hsdag_options_from_params(const std::map<std::string, std::string>& params) {
   std::vector<std::string> keys = learning_grouping_keys();
   for (const std::string& key : polish_keys()) keys.push_back(key);
-  for (const char* key :
-       {"hidden", "layers", "parse", "init-scale", "batch", "lr", "entropy", "baseline-decay",
-        "samples", "restart-patience", "threads", "curve", "progress-seconds"}) {
+  for (const std::string& key : run_control_keys()) keys.push_back(key);
+  for (const char* key : {"hidden", "layers", "parse", "init-scale", "batch", "lr", "entropy",
+                          "baseline-decay", "progress-seconds"}) {
     keys.push_back(key);
   }
   const PlacerParams p("hsdag", params, keys);
@@ -118,13 +118,11 @@ HsdagOptions hsdag_options_from_params(const std::map<std::string, std::string>&
   o.learning_rate = p.get_double("lr", o.learning_rate, 0, 1);
   o.entropy_weight = p.get_double("entropy", o.entropy_weight, 0, 100);
   o.baseline_decay = p.get_double("baseline-decay", o.baseline_decay, 0, 1);
-  o.max_samples = p.get_int("samples", 0, 0, int64_t{1} << 50);
-  o.restart_patience = p.get_int("restart-patience", o.restart_patience, 0, int64_t{1} << 40);
-  o.threads = static_cast<size_t>(p.get_int("threads", 0, 0, 256));
-  if (auto it = params.find("curve"); it != params.end()) {
-    if (it->second.empty()) throw ConfigError("placer 'hsdag': --param curve= needs a file name");
-    o.curve = it->second;
-  }
+  const LearningRunControls run = run_controls_from_params(p, o.restart_patience);
+  o.max_samples = run.max_samples;
+  o.restart_patience = run.restart_patience;
+  o.threads = run.threads;
+  o.curve = run.curve;
   o.polish = polish_from_params(p);
   o.progress_seconds = p.get_double("progress-seconds", o.progress_seconds, 0, 1e6);
   return o;

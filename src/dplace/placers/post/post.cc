@@ -187,9 +187,9 @@ std::string curve_row(const PostCurvePoint& p, const std::string& grouping) {
 PostOptions post_options_from_params(const std::map<std::string, std::string>& params) {
   std::vector<std::string> keys = learning_grouping_keys();
   for (const std::string& key : polish_keys()) keys.push_back(key);
-  for (const char* key :
-       {"batch", "ce-every", "elite", "mix", "epochs", "clip", "lr", "baseline-decay", "samples",
-        "restart-patience", "threads", "curve", "progress-seconds"}) {
+  for (const std::string& key : run_control_keys()) keys.push_back(key);
+  for (const char* key : {"batch", "ce-every", "elite", "mix", "epochs", "clip", "lr",
+                          "baseline-decay", "progress-seconds"}) {
     keys.push_back(key);
   }
   const PlacerParams p("post", params, keys);
@@ -204,13 +204,11 @@ PostOptions post_options_from_params(const std::map<std::string, std::string>& p
   o.clip = p.get_double("clip", o.clip, 0, 1);
   o.learning_rate = p.get_double("lr", o.learning_rate, 0, 100);
   o.baseline_decay = p.get_double("baseline-decay", o.baseline_decay, 0, 1);
-  o.max_samples = p.get_int("samples", 0, 0, int64_t{1} << 50);
-  o.restart_patience = p.get_int("restart-patience", o.restart_patience, 0, int64_t{1} << 40);
-  o.threads = static_cast<size_t>(p.get_int("threads", 0, 0, 256));
-  if (auto it = params.find("curve"); it != params.end()) {
-    if (it->second.empty()) throw ConfigError("placer 'post': --param curve= needs a file name");
-    o.curve = it->second;
-  }
+  const LearningRunControls run = run_controls_from_params(p, o.restart_patience);
+  o.max_samples = run.max_samples;
+  o.restart_patience = run.restart_patience;
+  o.threads = run.threads;
+  o.curve = run.curve;
   if (static_cast<int64_t>(o.ce_every) * o.batch > kMaxWindowSamples) {
     throw ConfigError(fmt::format(
         "placer 'post': --param ce-every={} with batch {} makes a cross-entropy step every {} "
